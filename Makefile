@@ -1,0 +1,49 @@
+# `make test` is THE test command: it installs what the tests need when it is
+# missing (staticcheck, the pinned Claude Code CLI, Chromium), then runs vet,
+# staticcheck and the race-enabled tests. A fresh machine passes with it alone.
+
+CLAUDE_CODE_VERSION := 2.1.197
+STATICCHECK_VERSION := v0.8.2
+
+TOOLS       := $(CURDIR)/.tools
+STATICCHECK := $(TOOLS)/bin/staticcheck
+CLAUDE_BIN  := $(TOOLS)/claude-code/node_modules/.bin/claude
+
+# Tests that need an outside program find it here; with GOLEM_REQUIRE_TOOLS
+# set they fail instead of skipping when it is missing.
+export GOLEM_CLAUDE_BIN := $(CLAUDE_BIN)
+export GOLEM_CHROMIUM_BIN ?= /usr/bin/chromium
+export GOLEM_REQUIRE_TOOLS := 1
+
+.PHONY: test check vet staticcheck tools chromium bench build
+
+test: tools vet staticcheck
+	go test -race -count=1 ./...
+
+check: vet staticcheck
+
+vet:
+	go vet ./...
+
+staticcheck: $(STATICCHECK)
+	$(STATICCHECK) ./...
+
+build:
+	go build -o bin/bot ./cmd/bot
+
+bench:
+	go test -run '^$$' -bench . -benchmem ./...
+
+tools: $(STATICCHECK) $(CLAUDE_BIN) chromium
+
+$(STATICCHECK):
+	GOBIN=$(TOOLS)/bin go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+$(CLAUDE_BIN):
+	npm install --prefix $(TOOLS)/claude-code --no-audit --no-fund --loglevel=error @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)
+	test -x $(CLAUDE_BIN)
+
+chromium:
+	@command -v $(GOLEM_CHROMIUM_BIN) >/dev/null 2>&1 || { \
+		echo "installing Debian's chromium for the web page test"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }

@@ -1,0 +1,139 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// MessageRef names one message on a platform. Channel is the chat, channel
+// or DM it lives in; Thread is the thread (Slack thread_ts, Telegram forum
+// topic, Discord thread channel) or empty; ID is the message's own id
+// (Slack ts, Telegram message_id, Discord snowflake).
+type MessageRef struct {
+	Channel string
+	Thread  string
+	ID      string
+}
+
+// Attachment is a file the user sent, already saved by the adapter into the
+// workspace inbox (see Inbox).
+type Attachment struct {
+	Name string // the original name, for display
+	Path string // absolute path of the saved file
+	Size int64
+}
+
+// Message is one incoming chat message, normalized by an adapter.
+type Message struct {
+	// EventID is the platform's id for this delivery, used to answer a
+	// redelivered event once (Slack event_id, Telegram update_id, Discord
+	// message or interaction id). Empty: no deduplication.
+	EventID string
+
+	Platform  string // "slack", "telegram", "discord", "http", "console"
+	Workspace string // Slack team, Discord guild; empty where none
+	Channel   string
+	Thread    string // the thread or forum topic the message is in; empty if none
+	ID        string // the message's own id (reply target)
+	User      string // the sender's platform user id, as the allowlist names it
+	UserName  string // for display only
+
+	// Text is the message with the bot mention removed. A chat command is
+	// normalized by the adapter to "/name args" (Slack "/golem stop",
+	// Telegram "/stop@golem_bot" and Discord's /stop all become "/stop").
+	Text        string
+	Attachments []Attachment
+
+	Mentioned bool // the bot was @-mentioned or replied to
+	DM        bool // a direct message to the bot
+}
+
+// Ref is the message's own reference.
+func (m Message) Ref() MessageRef { return MessageRef{Channel: m.Channel, Thread: m.Thread, ID: m.ID} }
+
+// Dialect names the markup an adapter renders from the agent's Markdown.
+type Dialect string
+
+const (
+	DialectMarkdown     Dialect = "markdown" // CommonMark as the agent wrote it (HTTP, console)
+	DialectSlackMrkdwn  Dialect = "slack-mrkdwn"
+	DialectTelegramHTML Dialect = "telegram-html"
+	DialectDiscord      Dialect = "discord-markdown"
+)
+
+// Limits are what the reply streamer must respect for one adapter.
+type Limits struct {
+	// MaxLen is the longest message, counted by Measure when the adapter
+	// implements Measurer, in runes of the Markdown otherwise.
+	MaxLen int
+	// MinEditInterval is the shortest time between two edits of one
+	// message. Adapters that share a budget across messages (Slack's
+	// workspace-wide chat.update tier) also block in Edit; the streamer
+	// coalesces meanwhile, so a slow Edit never builds a backlog.
+	MinEditInterval time.Duration
+	// MinPostInterval is the shortest time between two new messages in one
+	// conversation (tool activity is batched to respect it).
+	MinPostInterval time.Duration
+	Dialect         Dialect
+}
+
+// Place is where an answer goes: the conversation's channel and thread, and
+// the message it answers (adapters that reply by quoting, like Telegram,
+// or that answer an interaction, like Discord, use ReplyTo).
+type Place struct {
+	Channel string
+	Thread  string
+	ReplyTo string
+}
+
+// Handler receives incoming messages. The dispatcher's Handle never blocks
+// on a turn: it queues and returns.
+type Handler interface {
+	Handle(ctx context.Context, m Message)
+}
+
+// Adapter connects one chat platform. Text given to Send, Edit and
+// SendActivity is the agent's Markdown (or core's notices, also Markdown);
+// the adapter renders its dialect, neutralizes mass and user mentions, and
+// retries on rate limits itself (honouring Retry-After). Send, Edit and
+// SendActivity are called concurrently for different conversations, and
+// for one conversation from one goroutine at a time.
+type Adapter interface {
+	// Platform is the adapter's name, the prefix of conversation keys and
+	// of allowlist entries ("slack", "telegram", ...).
+	Platform() string
+	// Start connects and delivers messages to h until ctx is cancelled or
+	// the connection fails for good. It returns nil after a clean stop.
+	Start(ctx context.Context, h Handler) error
+	Limits() Limits
+	// Send posts a new message and returns its reference.
+	Send(ctx context.Context, to Place, text string) (MessageRef, error)
+	// Edit replaces the text of a message posted by Send.
+	Edit(ctx context.Context, msg MessageRef, text string) error
+	// SendActivity posts tool activity under an answer: a reply in the
+	// answer's thread (Slack), a reply to it (Telegram), a post in a thread
+	// started on it (Discord).
+	SendActivity(ctx context.Context, answer MessageRef, text string) error
+}
+
+// Measurer is implemented by adapters whose length limit applies to the
+// rendered text (Telegram's 4,096 characters after HTML entity parsing):
+// Measure returns the length of markdown once rendered, in the unit MaxLen
+// counts.
+type Measurer interface {
+	Measure(markdown string) int
+}
+
+// Typist is implemented by adapters that can show the bot is working (a
+// typing action, a reaction on the incoming message). Typing is called when
+// a turn starts and the returned stop func when it ends.
+type Typist interface {
+	Typing(ctx context.Context, on Message) (stop func())
+}
+
+// PrivateReplier is implemented by adapters that can answer privately (Discord's
+// ephemeral interaction responses). The dispatcher uses it for refusals and
+// command answers when present; otherwise it uses Send.
+type PrivateReplier interface {
+	ReplyPrivately(ctx context.Context, to Message, text string) error
+}

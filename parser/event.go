@@ -1,0 +1,130 @@
+// Package parser turns one line of an agent CLI's stdout into normalized
+// events. Parsers are pure: no I/O, no goroutines; the little state a run
+// needs (Cursor's segment accumulator, Claude Code's partial-message
+// tracking) lives in a per-run value created with the engine's constructor.
+package parser
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// Type names the kind of a normalized event. The strings are the "type"
+// field of the JSON shapes that `bot events` and the HTTP API print.
+type Type string
+
+const (
+	Text       Type = "text"
+	ToolCall   Type = "tool_call"
+	ToolResult Type = "tool_result"
+	Warning    Type = "warning"
+	Done       Type = "done"
+	Error      Type = "error"
+	// PermissionRequest is reserved for interactive approvals: a run asks
+	// for permission and waits for the answer (see engine.Run). No parser
+	// emits it yet.
+	PermissionRequest Type = "permission_request"
+)
+
+// Event is one normalized event. Which fields are meaningful depends on Type:
+//
+//	text:        Content
+//	tool_call:   ID, Name, Args
+//	tool_result: ID, Content, IsError
+//	warning:     Message
+//	done:        SessionID, DurationMS?, CostUSD?, NumTurns?
+//	error:       Message
+//
+// Optional numbers are pointers: a zero duration is a value, nil is absent.
+type Event struct {
+	Type       Type
+	Content    string
+	ID         string
+	Name       string
+	Args       json.RawMessage // a JSON object; nil marshals as {}
+	IsError    bool
+	Message    string
+	SessionID  string
+	DurationMS *int64
+	CostUSD    *float64
+	NumTurns   *int
+
+	// SessionReset is set on the warning an engine emits when it could not
+	// resume the stored session and started a new one: the caller must
+	// forget the old session id. Not part of the JSON shape.
+	SessionReset bool
+}
+
+// Terminal reports whether e ends a run. Every run ends with exactly one.
+func (e Event) Terminal() bool { return e.Type == Done || e.Type == Error }
+
+// MarshalJSON writes exactly the shape for e.Type, omitting absent optional
+// fields, e.g. {"type":"text","content":"hi"}.
+func (e Event) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 64+len(e.Content)+len(e.Message)+len(e.Args))
+	b = append(b, `{"type":`...)
+	b = strconv.AppendQuote(b, string(e.Type))
+	str := func(key, v string) {
+		b = append(b, `,"`...)
+		b = append(b, key...)
+		b = append(b, `":`...)
+		b = appendJSONString(b, v)
+	}
+	switch e.Type {
+	case Text:
+		str("content", e.Content)
+	case ToolCall:
+		str("id", e.ID)
+		str("name", e.Name)
+		b = append(b, `,"args":`...)
+		if len(e.Args) == 0 || !json.Valid(e.Args) {
+			b = append(b, `{}`...)
+		} else {
+			b = append(b, e.Args...)
+		}
+	case ToolResult:
+		str("id", e.ID)
+		str("content", e.Content)
+		b = append(b, `,"is_error":`...)
+		b = strconv.AppendBool(b, e.IsError)
+	case Warning, Error:
+		str("message", e.Message)
+	case Done:
+		str("session_id", e.SessionID)
+		if e.DurationMS != nil {
+			b = append(b, `,"duration_ms":`...)
+			b = strconv.AppendInt(b, *e.DurationMS, 10)
+		}
+		if e.CostUSD != nil {
+			b = append(b, `,"cost_usd":`...)
+			b = strconv.AppendFloat(b, *e.CostUSD, 'f', -1, 64)
+		}
+		if e.NumTurns != nil {
+			b = append(b, `,"num_turns":`...)
+			b = strconv.AppendInt(b, int64(*e.NumTurns), 10)
+		}
+	case PermissionRequest:
+		str("id", e.ID)
+		str("name", e.Name)
+		if len(e.Args) > 0 && json.Valid(e.Args) {
+			b = append(b, `,"args":`...)
+			b = append(b, e.Args...)
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSONString appends s as a JSON string with encoding/json's escaping
+// (invalid UTF-8 becomes U+FFFD; <, > and & are escaped, which is still JSON).
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always marshals
+	return append(b, q...)
+}
+
+// Parser turns one stdout line (without its trailing newline) into zero or
+// more events. Parsers never return an error: unknown types, unknown fields
+// and non-JSON lines are skipped. A Parser holds per-run state; create one
+// per run. Not safe for concurrent use.
+type Parser interface {
+	Parse(line []byte) []Event
+}
