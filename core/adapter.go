@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"time"
+
+	"github.com/golem-chat/golem/parser"
 )
 
 // MessageRef names one message on a platform. Channel is the chat, channel
@@ -46,6 +48,14 @@ type Message struct {
 
 	Mentioned bool // the bot was @-mentioned or replied to
 	DM        bool // a direct message to the bot
+
+	// Sink, when set, receives the normalized events of what this message
+	// causes instead of the reply streamer: a turn's events ending with its
+	// terminal event; a command's answer as one text event then done; a
+	// refusal, a full queue or a failure as one error event. The HTTP API
+	// and the terminal chat render events themselves this way. Called from
+	// one goroutine at a time; it must not block for long.
+	Sink func(parser.Event)
 }
 
 // Ref is the message's own reference.

@@ -1,0 +1,96 @@
+package core
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// ErrTooLarge is returned by Inbox.Save for a file over the size limit.
+var ErrTooLarge = errors.New("attachment too large")
+
+// Inbox is the folder in the agent's workspace where attachments land.
+// Adapters download a user's files through it, so every platform gets the
+// same safe names and the same size limit.
+type Inbox struct {
+	Dir      string // absolute; created on first save
+	MaxBytes int64  // per file; 0 means 20 MiB
+}
+
+// Save copies r into the inbox under a safe, unique name derived from name
+// and returns the saved attachment. It never writes outside Dir (path
+// separators, "..", control characters and odd Unicode are neutralized) and
+// stops at MaxBytes, removing the partial file and returning ErrTooLarge.
+func (in Inbox) Save(name string, r io.Reader) (Attachment, error) {
+	limit := in.MaxBytes
+	if limit <= 0 {
+		limit = 20 << 20
+	}
+	if err := os.MkdirAll(in.Dir, 0o755); err != nil {
+		return Attachment{}, fmt.Errorf("inbox: %w", err)
+	}
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	path := filepath.Join(in.Dir, hex.EncodeToString(rnd[:])+"-"+SafeFileName(name))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return Attachment{}, fmt.Errorf("inbox: %w", err)
+	}
+	n, err := io.Copy(f, io.LimitReader(r, limit+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n > limit {
+		err = fmt.Errorf("%w: %q is over %d bytes", ErrTooLarge, name, limit)
+	}
+	if err != nil {
+		os.Remove(path)
+		return Attachment{}, fmt.Errorf("inbox: save %q: %w", name, err)
+	}
+	return Attachment{Name: name, Path: path, Size: n}, nil
+}
+
+// SafeFileName reduces a user-supplied file name to one safe to create in a
+// folder: the base name only, letters, digits, '.', '-' and '_' kept, every
+// other rune replaced by '_', no leading dots, at most 100 bytes.
+func SafeFileName(name string) string {
+	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
+	var b strings.Builder
+	for _, r := range name {
+		switch {
+		case r == utf8.RuneError, unicode.IsControl(r):
+			b.WriteByte('_')
+		case r < utf8.RuneSelf && (r == '.' || r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)):
+			b.WriteRune(r)
+		case r >= utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)):
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+		if b.Len() >= 100 {
+			break
+		}
+	}
+	s := strings.TrimLeft(b.String(), ".")
+	if s == "" {
+		s = "file"
+	}
+	return s
+}
+
+// StateStore keeps small adapter state across restarts, such as Telegram's
+// update offset. The store implements it; keys are namespaced by adapters
+// ("telegram.offset").
+type StateStore interface {
+	Load(key string) ([]byte, error) // nil, nil when absent
+	Save(key string, value []byte) error
+}
