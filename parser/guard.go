@@ -1,0 +1,61 @@
+package parser
+
+// Guard enforces, for one run, the rule that a run's events end with exactly
+// one terminal event (Done or Error). It wraps the run's Parser: Parse
+// forwards events up to and including the first terminal event and drops
+// everything after it; when the output ends, Finish supplies the terminal
+// error if none was seen. The engine and `bot events` both read a CLI's
+// output through a Guard. Not safe for concurrent use.
+type Guard struct {
+	p     Parser
+	ended bool
+}
+
+// NewGuard returns a Guard over p, which must be fresh for the run.
+func NewGuard(p Parser) *Guard { return &Guard{p: p} }
+
+// Parse parses one line with the wrapped parser and returns its events,
+// cut after the run's first terminal event. After that it returns nil.
+func (g *Guard) Parse(line []byte) []Event {
+	if g.ended {
+		return nil
+	}
+	events := g.p.Parse(line)
+	for i, e := range events {
+		if e.Terminal() {
+			g.ended = true
+			return events[:i+1]
+		}
+	}
+	return events
+}
+
+// Ended reports whether the run's terminal event has been delivered (by
+// Parse, Finish or Abort).
+func (g *Guard) Ended() bool { return g.ended }
+
+// Finish is called when the output has ended. If no terminal event was
+// delivered, it returns the error event that ends the run, "the agent ended
+// without a result", followed by ": " and reason when reason is not empty
+// (e.g. "exit status 1; stderr: ..."), and true. Otherwise it returns false.
+func (g *Guard) Finish(reason string) (Event, bool) {
+	msg := "the agent ended without a result"
+	if reason != "" {
+		msg += ": " + reason
+	}
+	return g.Abort(msg)
+}
+
+// Abort ends the run with an error event whose message is exactly message
+// (e.g. "stopped", "timed out") and returns it with true, unless a terminal
+// event was already delivered, in which case it returns false.
+func (g *Guard) Abort(message string) (Event, bool) {
+	if g.ended {
+		return Event{}, false
+	}
+	g.ended = true
+	return Event{Type: Error, Message: message}, true
+}
+
+// Guard is itself a Parser, so it can stand wherever one is expected.
+var _ Parser = (*Guard)(nil)
