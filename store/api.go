@@ -1,15 +1,32 @@
 // Package store keeps golem's state in one bbolt file: conversation
 // sessions and settings, seen platform event ids, turns in flight and small
-// adapter state. THIS FILE IS THE AGREED API; the store helper implements it.
+// adapter state.
+//
+// One process owns the file at a time: a second Open of the same file, in
+// this process or another, fails with an error wrapping ErrLocked after
+// about a second instead of hanging. Every method of *Store is safe for
+// concurrent use by many goroutines; each write is its own durable (fsynced)
+// bbolt transaction.
 package store
 
 import (
 	"errors"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // ErrLocked means another process has the database file open.
 var ErrLocked = errors.New("store: the database file is in use by another process")
+
+// ErrCorrupt means the file is not a readable golem store: it is damaged,
+// it is not a bbolt file at all, or it is a bbolt file of another program.
+var ErrCorrupt = errors.New("store: the database file is damaged or is not a golem store")
+
+// ErrSchemaTooNew means the file was written by a newer golem whose schema
+// version this code does not know; opening it could lose data, so Open
+// refuses.
+var ErrSchemaTooNew = errors.New("store: the database file was written by a newer golem")
 
 // Conversation is what the store keeps per conversation key.
 type Conversation struct {
@@ -36,16 +53,30 @@ type InFlight struct {
 	Started       time.Time
 }
 
-type Store struct{}
+// Store is an open golem database. Create it with Open and release it with
+// Close; its methods are safe for concurrent use.
+type Store struct {
+	db   *bolt.DB
+	path string
+	// now is the clock; tests replace it through options.
+	now func() time.Time
+}
 
-func Open(path string) (*Store, error)                               { panic("todo") }
-func (s *Store) Close() error                                        { panic("todo") }
-func (s *Store) Conversation(key string) (Conversation, error)       { panic("todo") }
-func (s *Store) SaveConversation(c Conversation) error               { panic("todo") }
-func (s *Store) ClearSession(key string) error                       { panic("todo") }
-func (s *Store) MarkSeen(id string, ttl time.Duration) (bool, error) { panic("todo") }
-func (s *Store) BeginTurn(t InFlight) error                          { panic("todo") }
-func (s *Store) EndTurn(id string) error                             { panic("todo") }
-func (s *Store) InFlightTurns() ([]InFlight, error)                  { panic("todo") }
-func (s *Store) Load(key string) ([]byte, error)                     { panic("todo") }
-func (s *Store) Save(key string, value []byte) error                 { panic("todo") }
+// Open opens the store at path, creating the file and its parent folders
+// when missing, and brings its schema up to the version this code writes.
+// It fails with an error wrapping ErrLocked when another Store (of this or
+// another process) holds the file, ErrCorrupt when the file is not a golem
+// store and ErrSchemaTooNew when a newer golem wrote it. Seen event ids whose
+// time to live has passed are dropped on the way.
+func Open(path string) (*Store, error) {
+	return open(path, defaultOptions())
+}
+
+// Close releases the file and its lock. It waits for running transactions;
+// afterwards every method returns an error.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return wrap("close", err)
+	}
+	return nil
+}

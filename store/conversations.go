@@ -1,0 +1,112 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// convRecord is a Conversation as stored: short JSON names, empty fields
+// left out, the key only in the bucket key and the time in unix
+// nanoseconds, so a typical record is well under 100 bytes.
+type convRecord struct {
+	Engine    string `json:"e,omitempty"`
+	Model     string `json:"m,omitempty"`
+	SessionID string `json:"s,omitempty"`
+	LastUsed  int64  `json:"u,omitempty"` // unix ns; 0 = never
+}
+
+func encodeConversation(c Conversation) ([]byte, error) {
+	r := convRecord{Engine: c.Engine, Model: c.Model, SessionID: c.SessionID}
+	if !c.LastUsed.IsZero() {
+		r.LastUsed = c.LastUsed.UnixNano()
+	}
+	return json.Marshal(r)
+}
+
+func decodeConversation(key string, raw []byte) (Conversation, error) {
+	var r convRecord
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return Conversation{}, fmt.Errorf("%w: conversation %q: %w", ErrCorrupt, key, err)
+	}
+	c := Conversation{Key: key, Engine: r.Engine, Model: r.Model, SessionID: r.SessionID}
+	if r.LastUsed != 0 {
+		c.LastUsed = time.Unix(0, r.LastUsed)
+	}
+	return c, nil
+}
+
+// Conversation returns what is stored for key, or a Conversation with only
+// Key set when nothing is.
+func (s *Store) Conversation(key string) (Conversation, error) {
+	c := Conversation{Key: key}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		raw := tx.Bucket(bucketConversations).Get([]byte(key))
+		if raw == nil {
+			return nil
+		}
+		var err error
+		c, err = decodeConversation(key, raw)
+		return err
+	})
+	if err != nil {
+		return Conversation{Key: key}, wrap("read conversation", err)
+	}
+	return c, nil
+}
+
+// SaveConversation stores c under c.Key, replacing what was there. A zero
+// LastUsed is stored as the current time, so saving after a turn marks the
+// conversation used.
+func (s *Store) SaveConversation(c Conversation) error {
+	if c.Key == "" {
+		return errors.New("store: save conversation: empty key")
+	}
+	if c.LastUsed.IsZero() {
+		c.LastUsed = s.now()
+	}
+	raw, err := encodeConversation(c)
+	if err != nil {
+		return wrap("save conversation", err)
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketConversations).Put([]byte(c.Key), raw)
+	})
+	if err != nil {
+		return wrap("save conversation", err)
+	}
+	return nil
+}
+
+// ClearSession forgets the session id of key so the next turn starts a new
+// agent session; the engine and model chosen for the conversation stay. A
+// key with nothing stored is left alone.
+func (s *Store) ClearSession(key string) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketConversations)
+		raw := b.Get([]byte(key))
+		if raw == nil {
+			return nil
+		}
+		c, err := decodeConversation(key, raw)
+		if err != nil {
+			return err
+		}
+		if c.SessionID == "" {
+			return nil
+		}
+		c.SessionID = ""
+		raw, err = encodeConversation(c)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(key), raw)
+	})
+	if err != nil {
+		return wrap("clear session", err)
+	}
+	return nil
+}

@@ -1,0 +1,45 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Load returns the value saved under key, or nil and no error when there is
+// none. The slice is the caller's own copy. Adapters namespace their keys
+// ("telegram.offset"); Load and Save make *Store a core.StateStore.
+func (s *Store) Load(key string) ([]byte, error) {
+	var v []byte
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if raw := tx.Bucket(bucketState).Get([]byte(key)); raw != nil {
+			v = bytes.Clone(raw)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("load "+key, err)
+	}
+	return v, nil
+}
+
+// Save stores value under key, replacing what was there; a nil value
+// removes the key, so that Load then returns nil. The store keeps its own
+// copy of value.
+func (s *Store) Save(key string, value []byte) error {
+	if key == "" {
+		return errors.New("store: save: empty key")
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketState)
+		if value == nil {
+			return b.Delete([]byte(key))
+		}
+		return b.Put([]byte(key), bytes.Clone(value))
+	})
+	if err != nil {
+		return wrap("save "+key, err)
+	}
+	return nil
+}
