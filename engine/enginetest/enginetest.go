@@ -1,0 +1,187 @@
+// Package enginetest provides a fake agent CLI for tests: a real process
+// that parses the real CLIs' flags and prints their stream-json output with
+// real timing, scripted by directives in the prompt. Use it as the engine's
+// command:
+//
+//	cfg := engine.Config{Command: enginetest.Build(t)}        // Claude Code
+//	cfg := engine.Config{Command: enginetest.BuildCursor(t)}  // Cursor
+//
+// # Formats
+//
+// The fake speaks Claude Code's format (`claude -p PROMPT --output-format
+// stream-json --verbose ...`) unless the base name of its argv[0] is
+// `agent` (BuildCursor returns such a symlink) or env FAKE_AGENT_FORMAT is
+// "cursor"; then it speaks Cursor's (`agent -p PROMPT --output-format
+// stream-json --stream-partial-output --force ...`). It accepts exactly the
+// flags of the real CLI it plays and fails like it on an unknown flag
+// (stderr "error: unknown option '--x'", exit 1). Claude Code's fake also
+// refuses stream-json without --verbose, as the real one does.
+//
+// Claude Code's fake prints system/init, then for each text block
+// stream_event lines (message_start, content_block_start, text deltas,
+// content_block_stop, message_delta, message_stop) when
+// --include-partial-messages is given, and always the whole assistant line;
+// tool uses are an assistant tool_use line and a user tool_result line; the
+// run ends with a result line carrying session_id, duration_ms,
+// total_cost_usd and num_turns. Cursor's fake prints system/init and the
+// user line, then text deltas (with --stream-partial-output) followed by the
+// segment's summary line, tool_call started/completed lines (call_id,
+// `shellToolCall` for Bash, `<name>ToolCall` otherwise) and a result line.
+//
+// # Sessions
+//
+// Without --resume the fake makes up a new random session id; with
+// --resume ID it keeps ID. Resuming an id that starts with "unknown" fails
+// like the real Claude Code CLI: stderr `No conversation found with session
+// ID: <id>`, one stdout result line with is_error and errors[] (Cursor: an
+// error result with that text), exit 1.
+//
+// # Directives
+//
+// By default the fake answers "echo: <prompt>" in four deltas 5 ms apart.
+// Prompt lines starting with "!" are directives, run in order after the
+// init line; the other lines are the text echoed after them (no echo when
+// the prompt holds only directives). An unknown directive exits 2.
+//
+//	!sleep 300ms        pause
+//	!text N             answer N characters of text in deltas of about 20
+//	!delta-rate D N     answer N one-character deltas, one every D
+//	!fence              answer a ~5,000-character Markdown text with a long code fence
+//	!huge N             answer one text block of N bytes: its lines are longer than N
+//	!stamp              answer "stamp:<unix nanoseconds>", the time the line is written
+//	!tool NAME {JSON}   a tool use with these args, then its result "fake output of NAME"
+//	!garbage            print non-JSON, broken JSON, ANSI, binary and unknown-type lines
+//	!stderr TEXT        print TEXT on stderr
+//	!error MSG          end with an is_error result whose text is MSG, exit 1
+//	!crash N            print two lines on stderr and exit N without a result
+//	!no-result          exit 0 without a result
+//	!exit N             after the result, exit N
+//	!no-newline         the result line has no trailing newline
+//	!ignore-term        ignore SIGTERM (the engine must escalate to SIGKILL)
+//	!hang               wait forever; a child `sleep 600` (started at launch,
+//	                    holding stderr, pid in the log's child_pid) waits too
+//
+// # Log
+//
+// When env FAKE_AGENT_LOG names a file, each invocation appends one JSON line
+// to it (see Invocation): argv, cwd, the variables ANTHROPIC_API_KEY,
+// CURSOR_API_KEY, CLAUDECODE and GOLEM_TEST_* when set, pid, session id and
+// the !hang child's pid. ReadLog reads the file.
+package enginetest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+var (
+	buildOnce sync.Once
+	buildPath string
+	buildErr  error
+)
+
+// Build compiles the fake agent once per test process (without the race
+// detector) into a temporary directory and returns the binary's path. It
+// speaks Claude Code's format.
+func Build(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() { buildPath, buildErr = build() })
+	if buildErr != nil {
+		t.Fatalf("enginetest: %v", buildErr)
+	}
+	return buildPath
+}
+
+// BuildCursor returns the path of a symlink named `agent` to the fake agent,
+// which makes it speak Cursor's format.
+func BuildCursor(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(filepath.Dir(Build(t)), "agent")
+}
+
+func build() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", fmt.Errorf("build fake agent: cannot locate the enginetest source")
+	}
+	dir, err := os.MkdirTemp("", "golem-fakeagent-")
+	if err != nil {
+		return "", fmt.Errorf("build fake agent: %w", err)
+	}
+	bin := filepath.Join(dir, "fakeagent")
+	cmd := exec.Command("go", "build", "-o", bin, "./fakeagent")
+	cmd.Dir = filepath.Dir(file)
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build fake agent: %w\n%s", err, out)
+	}
+	if err := os.Symlink(bin, filepath.Join(dir, "agent")); err != nil {
+		return "", fmt.Errorf("build fake agent: link agent: %w", err)
+	}
+	return bin, nil
+}
+
+// Invocation is one line of the fake agent's log: one run of the CLI.
+type Invocation struct {
+	Argv      []string          `json:"argv"`
+	Cwd       string            `json:"cwd"`
+	Env       map[string]string `json:"env"` // only the logged variables that were set
+	PID       int               `json:"pid"`
+	SessionID string            `json:"session_id"`
+	ChildPID  int               `json:"child_pid"` // the !hang child; 0 without one
+}
+
+// Has reports whether flag (e.g. "--verbose") appears in the arguments.
+func (inv Invocation) Has(flag string) bool { return slices.Contains(inv.Argv[1:], flag) }
+
+// Flag returns the argument after flag (e.g. "--resume") and whether the
+// flag appears with a value.
+func (inv Invocation) Flag(flag string) (string, bool) {
+	args := inv.Argv[1:]
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			return args[i+1], true
+		}
+		if v, ok := strings.CutPrefix(a, flag+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// ReadLog returns the invocations logged in path ($FAKE_AGENT_LOG), oldest
+// first; a missing file is no invocation.
+func ReadLog(t testing.TB, path string) []Invocation {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("enginetest: read log: %v", err)
+	}
+	var out []Invocation
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var inv Invocation
+		if err := json.Unmarshal(sc.Bytes(), &inv); err != nil {
+			t.Fatalf("enginetest: log line %q: %v", sc.Text(), err)
+		}
+		out = append(out, inv)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("enginetest: read log: %v", err)
+	}
+	return out
+}
