@@ -94,6 +94,10 @@ type Place struct {
 	Channel string
 	Thread  string
 	ReplyTo string
+	// StartThread asks for the answer to open a thread on the ReplyTo
+	// message when Thread is empty (session_scope: thread on Slack, where
+	// each thread is its own session). Platforms without threads ignore it.
+	StartThread bool
 }
 
 // Handler receives incoming messages. The dispatcher's Handle never blocks

@@ -2,51 +2,380 @@ package core
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/golem-chat/golem/engine"
+	"github.com/golem-chat/golem/parser"
 	"github.com/golem-chat/golem/store"
 )
+
+// seenTTL is how long a platform event id is remembered for deduplication;
+// platforms redeliver within minutes.
+const seenTTL = 24 * time.Hour
+
+// refusalEvery limits refusals to one per user in this time.
+const refusalEvery = 10 * time.Minute
 
 // Options configure a Dispatcher.
 type Options struct {
 	Engines       map[string]engine.Engine // by config name: "claude-code", "cursor"
 	DefaultEngine string
 	// EngineErrors holds, per engine name, why it cannot run (a missing
-	// CLI): a turn for it answers with this text (the install hint).
-	EngineErrors  map[string]error
-	Models        map[string]string // default model per engine; "" = CLI default
-	Store         *store.Store
-	Workspace     string        // absolute; the agent's working directory
-	Scope         Scope         // default ScopeChannel
-	Allow         []string      // "platform:user" entries or "*"; console and http are always allowed
-	Timeout       time.Duration // per turn; default 10m
-	MaxConcurrent int           // turns running at once; default 8
-	QueueDepth    int           // waiting messages per conversation; default 5
-	Logger        *slog.Logger
+	// CLI): a turn for it answers with this error (the install hint).
+	EngineErrors map[string]error
+	Models       map[string]string // default model per engine; "" = CLI default
+	// Channels overrides engine, model or workdir per "platform:channel".
+	Channels  map[string]ChannelConfig
+	Store     *store.Store
+	Workspace string        // absolute; the agent's working directory
+	Scope     Scope         // default ScopeChannel
+	Allow     []string      // "platform:user", "platform:*" or "*"; console and http are always allowed
+	Timeout   time.Duration // per turn; default 10m
+	// MaxConcurrent bounds turns running at once; default 8.
+	MaxConcurrent int
+	// QueueDepth bounds waiting messages per conversation; default 5,
+	// negative means none may wait.
+	QueueDepth int
+	Logger     *slog.Logger
 }
 
-// Dispatcher routes incoming messages to conversations: it checks access,
-// answers chat commands, queues turns per conversation, runs them under the
-// global limit and streams replies back through the adapter the message
-// came from. It implements Handler.
+// Dispatcher routes incoming messages to conversations: it deduplicates
+// redelivered events, checks access, answers chat commands, queues turns
+// per conversation (one writer each), runs them under the global limit and
+// streams replies back through the adapter the message came from. It
+// implements Handler.
 type Dispatcher struct {
-	opts Options
+	opts  Options
+	log   *slog.Logger
+	slots chan struct{} // global turn limit
+
+	// life bounds platform calls and turns; cancelled when Close gives up.
+	life     context.Context
+	stopLife context.CancelFunc
+
+	mu          sync.Mutex
+	adapters    map[string]Adapter
+	convs       map[string]*conversation
+	refused     map[string]time.Time
+	interrupted []store.InFlight
+	closing     bool
+	workers     sync.WaitGroup
+}
+
+// conversation is the in-memory state of one conversation: its waiting
+// messages and its running turn. Guarded by Dispatcher.mu.
+type conversation struct {
+	key     Key
+	queue   []Message
+	running *running
+	// generation changes on /new and /engine, so a turn that was running
+	// then does not store its (now forgotten) session afterwards.
+	generation int
+}
+
+type running struct {
+	started time.Time
+	stop    context.CancelFunc
 }
 
 var _ Handler = (*Dispatcher)(nil)
 
-// NewDispatcher validates opts and returns a dispatcher. Call Close to stop.
-func NewDispatcher(opts Options) (*Dispatcher, error) { panic("todo") }
+// NewDispatcher validates opts and returns a dispatcher. Turns that were in
+// flight when the bot last stopped are answered with an "interrupted"
+// notice as soon as their platform's adapter is registered.
+func NewDispatcher(opts Options) (*Dispatcher, error) {
+	if opts.Store == nil {
+		return nil, errors.New("core: dispatcher needs a store")
+	}
+	if _, ok := opts.Engines[opts.DefaultEngine]; !ok {
+		if _, broken := opts.EngineErrors[opts.DefaultEngine]; !broken {
+			return nil, fmt.Errorf("core: default engine %q is not configured", opts.DefaultEngine)
+		}
+	}
+	if opts.Scope == "" {
+		opts.Scope = ScopeChannel
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Minute
+	}
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = 8
+	}
+	if opts.QueueDepth == 0 {
+		opts.QueueDepth = 5
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	interrupted, err := opts.Store.InFlightTurns()
+	if err != nil {
+		return nil, fmt.Errorf("core: read interrupted turns: %w", err)
+	}
+	life, stop := context.WithCancel(context.Background())
+	return &Dispatcher{
+		opts:        opts,
+		log:         opts.Logger,
+		slots:       make(chan struct{}, opts.MaxConcurrent),
+		life:        life,
+		stopLife:    stop,
+		adapters:    map[string]Adapter{},
+		convs:       map[string]*conversation{},
+		refused:     map[string]time.Time{},
+		interrupted: interrupted,
+	}, nil
+}
 
-// Register makes adapter a the route for replies to messages of its
-// platform. Call before a.Start.
-func (d *Dispatcher) Register(a Adapter) { panic("todo") }
+// Register makes a the route for replies to messages of its platform, and
+// posts the notices of turns on that platform that a restart interrupted.
+// Call before a.Start.
+func (d *Dispatcher) Register(a Adapter) {
+	d.mu.Lock()
+	d.adapters[a.Platform()] = a
+	var mine []store.InFlight
+	d.interrupted = slices.DeleteFunc(d.interrupted, func(t store.InFlight) bool {
+		if t.Platform == a.Platform() {
+			mine = append(mine, t)
+			return true
+		}
+		return false
+	})
+	d.mu.Unlock()
+	if len(mine) == 0 {
+		return
+	}
+	d.workers.Add(1)
+	go func() {
+		defer d.workers.Done()
+		for _, t := range mine {
+			d.noticeInterrupted(a, t)
+		}
+	}()
+}
 
-// Handle takes one incoming message; it never waits for a turn.
-func (d *Dispatcher) Handle(ctx context.Context, m Message) { panic("todo") }
+func (d *Dispatcher) noticeInterrupted(a Adapter, t store.InFlight) {
+	const text = "⚠️ _golem restarted while answering this, so the answer is incomplete. Send your message again to continue; the conversation's session is kept._"
+	place := Place{Channel: t.Channel, Thread: t.Thread, ReplyTo: t.ReplyTo}
+	if t.AnswerID != "" {
+		place = Place{Channel: t.AnswerChannel, Thread: t.AnswerThread, ReplyTo: t.AnswerID}
+		if err := a.SendActivity(d.life, MessageRef{Channel: t.AnswerChannel, Thread: t.AnswerThread, ID: t.AnswerID}, text); err == nil {
+			d.endTurn(t.ID)
+			return
+		}
+	}
+	if _, err := a.Send(d.life, place, text); err != nil {
+		d.log.Warn("post interrupted notice", "platform", t.Platform, "conversation", t.Key, "err", err)
+	}
+	d.endTurn(t.ID)
+}
 
-// Close stops taking messages, stops running turns (they end "stopped"
-// after ctx's deadline, or at once if ctx is done) and waits for them.
-func (d *Dispatcher) Close(ctx context.Context) error { panic("todo") }
+// Handle takes one incoming message. It never waits for a turn: a turn is
+// queued for its conversation and runs on that conversation's goroutine.
+func (d *Dispatcher) Handle(ctx context.Context, m Message) {
+	log := d.log.With("platform", m.Platform, "channel", m.Channel, "user", m.User)
+	if m.EventID != "" {
+		first, err := d.opts.Store.MarkSeen(m.Platform+":"+m.EventID, seenTTL)
+		if err != nil {
+			log.Error("dedupe event", "err", err)
+		} else if !first {
+			log.Debug("duplicate event dropped", "event", m.EventID)
+			return
+		}
+	}
+	if !d.allowed(m) {
+		d.refuse(ctx, m, log)
+		return
+	}
+	text := strings.TrimSpace(m.Text)
+	if text == "" && len(m.Attachments) == 0 {
+		return
+	}
+	if name, args, ok := parseCommand(text); ok {
+		d.command(ctx, m, name, args)
+		return
+	}
+	key := KeyFor(m, d.opts.Scope)
+	d.mu.Lock()
+	if d.closing {
+		d.mu.Unlock()
+		d.answer(ctx, m, "golem is shutting down; send your message again in a moment.", true)
+		return
+	}
+	c := d.convs[key.String()]
+	if c == nil {
+		c = &conversation{key: key}
+		d.convs[key.String()] = c
+	}
+	busy := c.running != nil || len(c.queue) > 0
+	if busy && len(c.queue) >= max(d.opts.QueueDepth, 0) {
+		n := len(c.queue)
+		d.mu.Unlock()
+		d.answer(ctx, m, fmt.Sprintf("⏳ I'm still working on this conversation and %d messages are waiting. Wait for the answer, or send /stop.", n), true)
+		return
+	}
+	c.queue = append(c.queue, m)
+	if !busy {
+		d.workers.Add(1)
+		go d.work(c)
+	}
+	d.mu.Unlock()
+}
+
+// work runs the conversation's queued turns one after another, then
+// forgets the idle conversation.
+func (d *Dispatcher) work(c *conversation) {
+	defer d.workers.Done()
+	for {
+		d.mu.Lock()
+		if len(c.queue) == 0 {
+			c.running = nil
+			delete(d.convs, c.key.String())
+			d.mu.Unlock()
+			return
+		}
+		m := c.queue[0]
+		c.queue = c.queue[1:]
+		ctx, stop := context.WithCancel(d.life)
+		c.running = &running{started: time.Now(), stop: stop}
+		gen := c.generation
+		d.mu.Unlock()
+
+		select {
+		case d.slots <- struct{}{}:
+			d.runTurn(ctx, c, m, gen)
+			<-d.slots
+		case <-ctx.Done(): // stopped while waiting for a slot
+			d.finishUnstarted(m, "stopped")
+		}
+		stop()
+	}
+}
+
+// finishUnstarted tells a message's sender that its turn never ran.
+func (d *Dispatcher) finishUnstarted(m Message, why string) {
+	d.answer(d.life, m, Notice(parser.Event{Type: parser.Error, Message: why}, d.opts.Timeout), true)
+}
+
+// Close stops taking messages, lets running turns finish until ctx is
+// done, then stops them (they end "stopped" with their partial answers
+// kept), and waits for every answer to be delivered.
+func (d *Dispatcher) Close(ctx context.Context) error {
+	d.mu.Lock()
+	d.closing = true
+	for _, c := range d.convs {
+		for _, m := range c.queue {
+			go d.answer(d.life, m, "golem is shutting down; this message was not run. Send it again later.", true)
+		}
+		c.queue = nil
+	}
+	d.mu.Unlock()
+
+	idle := make(chan struct{})
+	go func() { d.workers.Wait(); close(idle) }()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+	}
+	d.mu.Lock()
+	for _, c := range d.convs {
+		if c.running != nil {
+			c.running.stop()
+		}
+	}
+	d.mu.Unlock()
+	select {
+	case <-idle:
+	case <-time.After(10 * time.Second): // a platform that never answers
+		d.stopLife()
+		<-idle
+	}
+	return nil
+}
+
+func (d *Dispatcher) allowed(m Message) bool {
+	if m.Platform == "console" || m.Platform == "http" {
+		return true
+	}
+	for _, a := range d.opts.Allow {
+		if a == "*" || a == m.Platform+":*" || a == m.Platform+":"+m.User {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *Dispatcher) refuse(ctx context.Context, m Message, log *slog.Logger) {
+	who := m.Platform + ":" + m.User
+	d.mu.Lock()
+	last, seen := d.refused[who]
+	now := time.Now()
+	if seen && now.Sub(last) < refusalEvery {
+		d.mu.Unlock()
+		log.Info("unauthorized user ignored")
+		return
+	}
+	d.refused[who] = now
+	d.mu.Unlock()
+	log.Warn("unauthorized user refused")
+	d.answer(ctx, m, fmt.Sprintf("Sorry, you are not allowed to use this bot. Ask its operator to add `%s` to `access.allow`.", who), true)
+}
+
+// answer sends a short answer that is not a turn: command output, a
+// refusal, a full queue. Privately where the adapter can (isErr marks it
+// an error for Sink consumers).
+func (d *Dispatcher) answer(ctx context.Context, m Message, text string, isErr bool) {
+	if m.Sink != nil {
+		if isErr {
+			m.Sink(parser.Event{Type: parser.Error, Message: text})
+		} else {
+			m.Sink(parser.Event{Type: parser.Text, Content: text})
+			m.Sink(parser.Event{Type: parser.Done})
+		}
+		return
+	}
+	a := d.adapter(m.Platform)
+	if a == nil {
+		d.log.Error("no adapter registered", "platform", m.Platform)
+		return
+	}
+	if p, ok := a.(PrivateReplier); ok {
+		if err := p.ReplyPrivately(ctx, m, text); err != nil {
+			d.log.Warn("private reply", "platform", m.Platform, "err", err)
+		}
+		return
+	}
+	if _, err := a.Send(ctx, d.place(m), text); err != nil {
+		d.log.Warn("reply", "platform", m.Platform, "err", err)
+	}
+}
+
+func (d *Dispatcher) adapter(platform string) Adapter {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.adapters[platform]
+}
+
+// place is where the answer to m goes.
+func (d *Dispatcher) place(m Message) Place {
+	return Place{Channel: m.Channel, Thread: m.Thread, ReplyTo: m.ID, StartThread: d.opts.Scope == ScopeThread}
+}
+
+func (d *Dispatcher) endTurn(id string) {
+	if err := d.opts.Store.EndTurn(id); err != nil {
+		d.log.Error("end turn", "err", err)
+	}
+}
+
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,215 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// commands are the chat commands golem answers itself. Any other text,
+// including other slash words, goes to the agent.
+var commands = map[string]string{
+	"new":    "forget this conversation's agent session; the next message starts afresh",
+	"stop":   "stop the running answer now (and drop waiting messages)",
+	"status": "show engine, model, session and whether an answer is running",
+	"engine": "`/engine NAME` switch the agent CLI (starts a new session)",
+	"model":  "`/model NAME` choose the model; `/model default` resets",
+	"help":   "this list",
+	"start":  "", // Telegram's first message; answered like /help
+}
+
+// parseCommand splits "/name args" when name is one of golem's commands.
+func parseCommand(text string) (name, args string, ok bool) {
+	if !strings.HasPrefix(text, "/") {
+		return "", "", false
+	}
+	word, rest, _ := strings.Cut(text[1:], " ")
+	word = strings.ToLower(word)
+	if _, known := commands[word]; !known {
+		return "", "", false
+	}
+	return word, strings.TrimSpace(rest), true
+}
+
+func (d *Dispatcher) command(ctx context.Context, m Message, name, args string) {
+	key := KeyFor(m, d.opts.Scope)
+	var text string
+	var err error
+	switch name {
+	case "help", "start":
+		text = d.help()
+	case "stop":
+		text = d.stop(key)
+	case "new":
+		text, err = d.newSession(key)
+	case "status":
+		text, err = d.status(m, key)
+	case "engine":
+		text, err = d.setEngine(m, key, args)
+	case "model":
+		text, err = d.setModel(m, key, args)
+	}
+	if err != nil {
+		d.log.Error("command", "command", name, "conversation", key.String(), "err", err)
+		d.answer(ctx, m, "⚠️ **Error:** /"+name+" failed: "+err.Error(), true)
+		return
+	}
+	d.answer(ctx, m, text, false)
+}
+
+func (d *Dispatcher) help() string {
+	names := make([]string, 0, len(commands))
+	for n, what := range commands {
+		if what != "" {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("I pass your messages to a coding agent working on this machine and stream its answer here. Commands:\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "• `/%s` — %s\n", n, commands[n])
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// stop cancels the conversation's running turn, which kills the agent's
+// whole process group; its partial answer stays, marked stopped.
+func (d *Dispatcher) stop(key Key) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := d.convs[key.String()]
+	if c == nil || c.running == nil {
+		return "Nothing is running."
+	}
+	dropped := len(c.queue)
+	c.queue = nil
+	c.running.stop()
+	if dropped > 0 {
+		return fmt.Sprintf("⏹️ Stopping the running answer; %d waiting messages dropped.", dropped)
+	}
+	return "⏹️ Stopping the running answer."
+}
+
+// bump makes a running turn of key forget its session when it ends.
+func (d *Dispatcher) bump(key Key) (running bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if c := d.convs[key.String()]; c != nil {
+		c.generation++
+		return c.running != nil
+	}
+	return false
+}
+
+func (d *Dispatcher) newSession(key Key) (string, error) {
+	running := d.bump(key)
+	if err := d.opts.Store.ClearSession(key.String()); err != nil {
+		return "", err
+	}
+	text := "🆕 Session forgotten: your next message starts a new conversation with the agent."
+	if running {
+		text += " (An answer is still running; /stop ends it.)"
+	}
+	return text, nil
+}
+
+func (d *Dispatcher) status(m Message, key Key) (string, error) {
+	conv, err := d.opts.Store.Conversation(key.String())
+	if err != nil {
+		return "", err
+	}
+	set := d.settings(m, conv)
+	model := set.model
+	if model == "" {
+		model = "the CLI's default"
+	}
+	session := "none yet"
+	if conv.SessionID != "" {
+		session = "`" + conv.SessionID + "`"
+	}
+	state := "idle"
+	queued := 0
+	d.mu.Lock()
+	if c := d.convs[key.String()]; c != nil {
+		if c.running != nil {
+			state = "answering for " + time.Since(c.running.started).Round(time.Second).String()
+		}
+		queued = len(c.queue)
+	}
+	d.mu.Unlock()
+	avail := ""
+	if err := d.opts.EngineErrors[set.engine]; err != nil {
+		avail = " — not available: " + err.Error()
+	}
+	return fmt.Sprintf("**Engine:** %s%s\n**Model:** %s\n**Session:** %s\n**State:** %s, %d waiting",
+		set.engine, avail, model, session, state, queued), nil
+}
+
+func (d *Dispatcher) engineNames() []string {
+	names := make([]string, 0, len(d.opts.Engines)+len(d.opts.EngineErrors))
+	for n := range d.opts.Engines {
+		names = append(names, n)
+	}
+	for n := range d.opts.EngineErrors {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (d *Dispatcher) setEngine(m Message, key Key, name string) (string, error) {
+	conv, err := d.opts.Store.Conversation(key.String())
+	if err != nil {
+		return "", err
+	}
+	names := d.engineNames()
+	if name == "" {
+		return fmt.Sprintf("This conversation uses **%s**. Available: %s.", d.settings(m, conv).engine, strings.Join(names, ", ")), nil
+	}
+	if !slices.Contains(names, name) {
+		return fmt.Sprintf("Unknown engine %q. Available: %s.", name, strings.Join(names, ", ")), nil
+	}
+	d.bump(key)
+	conv.Engine, conv.SessionID = name, "" // sessions do not carry over between CLIs
+	if err := d.opts.Store.SaveConversation(conv); err != nil {
+		return "", err
+	}
+	text := fmt.Sprintf("Engine set to **%s**; the next message starts a new session.", name)
+	if err := d.opts.EngineErrors[name]; err != nil {
+		text += " Note: " + err.Error()
+	}
+	return text, nil
+}
+
+func (d *Dispatcher) setModel(m Message, key Key, name string) (string, error) {
+	conv, err := d.opts.Store.Conversation(key.String())
+	if err != nil {
+		return "", err
+	}
+	if name == "" {
+		set := d.settings(m, conv)
+		if set.model == "" {
+			return "This conversation uses the CLI's default model. `/model NAME` changes it.", nil
+		}
+		return fmt.Sprintf("This conversation uses model **%s**.", set.model), nil
+	}
+	if strings.ContainsAny(name, " \t\n") || len(name) > 100 {
+		return "A model name is one word, like `sonnet` or `claude-opus-4-1`.", nil
+	}
+	conv.Model = name
+	text := fmt.Sprintf("Model set to **%s** for this conversation.", name)
+	if name == "default" {
+		conv.Model = ""
+		text = "Model reset to the default."
+	}
+	if err := d.opts.Store.SaveConversation(conv); err != nil {
+		return "", err
+	}
+	return text, nil
+}

@@ -1,0 +1,379 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/golem-chat/golem/parser"
+)
+
+// placeholder is the answer's text before the agent has written any: a
+// tool call needs a message to thread its activity under.
+const placeholder = "⏳ _working…_"
+
+// maxActivityLines caps one tool-activity post; the rest are counted.
+const maxActivityLines = 15
+
+// Reply streams one turn's events into platform messages: the first text
+// at once, later text by edits no more often than the adapter allows
+// (coalesced: only the newest text is ever sent), continuation messages
+// past the length limit, tool activity batched under the answer, and the
+// exact final text with a notice for stop, timeout and error.
+//
+// Add and Finish are called from the turn's goroutine; all platform calls
+// happen on the Reply's own goroutine, one at a time, so a slow platform
+// delays only this answer and never queues stale edits.
+type Reply struct {
+	a        Adapter
+	place    Place
+	lim      Limits
+	measure  func(string) int
+	log      *slog.Logger
+	onAnswer func(MessageRef) // called once, on the pump, when the answer exists
+
+	mu        sync.Mutex
+	text      strings.Builder
+	afterTool bool     // a tool ran since the last text: start a new paragraph
+	tools     []string // activity lines not yet posted
+	notice    string   // set by Finish
+	finished  bool
+
+	wake chan struct{}
+	done chan struct{}
+
+	// Owned by the pump goroutine.
+	msgs         []sentMessage
+	lastActivity time.Time
+}
+
+type sentMessage struct {
+	ref  MessageRef
+	text string
+	at   time.Time
+}
+
+// NewReply starts the streamer for one answer at place. ctx bounds every
+// platform call (it is the dispatcher's life, not the turn's: a stopped turn
+// still gets its final text). onAnswer, if not nil, learns the answer
+// message once it is posted.
+func NewReply(ctx context.Context, a Adapter, place Place, log *slog.Logger, onAnswer func(MessageRef)) *Reply {
+	r := &Reply{
+		a: a, place: place, lim: a.Limits(), log: log, onAnswer: onAnswer,
+		wake: make(chan struct{}, 1),
+		done: make(chan struct{}),
+	}
+	if m, ok := a.(Measurer); ok {
+		r.measure = m.Measure
+	}
+	if r.lim.MaxLen <= 0 {
+		r.lim.MaxLen = 4000
+	}
+	go r.pump(ctx)
+	return r
+}
+
+// Add takes one event of the turn. It never blocks on the platform.
+func (r *Reply) Add(ev parser.Event) {
+	r.mu.Lock()
+	switch ev.Type {
+	case parser.Text:
+		if ev.Content == "" {
+			r.mu.Unlock()
+			return
+		}
+		if r.afterTool && r.text.Len() > 0 && !strings.HasSuffix(r.text.String(), "\n\n") {
+			r.text.WriteString("\n\n")
+		}
+		r.afterTool = false
+		r.text.WriteString(ev.Content)
+	case parser.ToolCall:
+		r.tools = append(r.tools, ToolLine(ev.Name, ev.Args))
+		r.afterTool = true
+	case parser.Warning:
+		r.tools = append(r.tools, "⚠️ "+ev.Message)
+	default:
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	r.poke()
+}
+
+// Finish delivers the final text followed by notice (may be empty) and
+// waits until it is on the platform or ctx (of NewReply) ends.
+func (r *Reply) Finish(notice string) {
+	r.mu.Lock()
+	r.notice = notice
+	r.finished = true
+	r.mu.Unlock()
+	r.poke()
+	<-r.done
+}
+
+// Notice returns the line appended to an answer that ended with ev.
+func Notice(ev parser.Event, timeout time.Duration) string {
+	if ev.Type == parser.Done {
+		return ""
+	}
+	switch ev.Message {
+	case "stopped":
+		return "⏹️ _Stopped._"
+	case "timed out":
+		return fmt.Sprintf("⏱️ _Timed out after %s; the agent was stopped._", timeout)
+	}
+	return "⚠️ **Error:** " + ev.Message
+}
+
+func (r *Reply) poke() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (r *Reply) pump(ctx context.Context) {
+	defer close(r.done)
+	var timer *time.Timer
+	var due <-chan time.Time
+	for {
+		select {
+		case <-r.wake:
+		case <-due:
+		case <-ctx.Done():
+			return
+		}
+		r.mu.Lock()
+		text, finished, notice := r.text.String(), r.finished, r.notice
+		tools := r.tools
+		r.tools = nil
+		r.mu.Unlock()
+
+		if finished {
+			r.finish(ctx, text, notice, tools)
+			return
+		}
+		wait := r.flushText(ctx, text)
+		if w := r.flushTools(ctx, tools); w > 0 && (wait == 0 || w < wait) {
+			wait = w
+		}
+		due = nil
+		if wait > 0 {
+			if timer == nil {
+				timer = time.NewTimer(wait)
+			} else {
+				timer.Reset(wait)
+			}
+			due = timer.C
+		}
+	}
+}
+
+// flushText brings the posted messages up to text where the edit interval
+// allows, and returns how long to wait before trying again (0: nothing
+// pending).
+func (r *Reply) flushText(ctx context.Context, text string) time.Duration {
+	if text == "" {
+		return 0
+	}
+	var wait time.Duration
+	for i, chunk := range Split(text, r.lim.MaxLen, r.measure) {
+		if i >= len(r.msgs) {
+			if !r.send(ctx, chunk) {
+				return time.Second // retry the post later
+			}
+			continue
+		}
+		m := &r.msgs[i]
+		if m.text == chunk {
+			continue
+		}
+		if left := r.lim.MinEditInterval - time.Since(m.at); left > 0 {
+			if wait == 0 || left < wait {
+				wait = left
+			}
+			continue
+		}
+		r.edit(ctx, i, chunk)
+	}
+	return wait
+}
+
+// flushTools posts pending activity lines as one message when the post
+// interval allows; lines that must wait are put back. It returns how long
+// until the next post is allowed when lines wait.
+func (r *Reply) flushTools(ctx context.Context, tools []string) time.Duration {
+	if len(tools) == 0 {
+		return 0
+	}
+	if left := r.lim.MinPostInterval - time.Since(r.lastActivity); left > 0 {
+		r.requeue(tools)
+		return left
+	}
+	if len(r.msgs) == 0 && !r.send(ctx, placeholder) {
+		r.requeue(tools)
+		return time.Second
+	}
+	r.postActivity(ctx, tools)
+	return 0
+}
+
+func (r *Reply) requeue(tools []string) {
+	r.mu.Lock()
+	r.tools = append(tools, r.tools...)
+	r.mu.Unlock()
+}
+
+func (r *Reply) postActivity(ctx context.Context, tools []string) {
+	lines := tools
+	if len(lines) > maxActivityLines {
+		lines = append(lines[:maxActivityLines:maxActivityLines], fmt.Sprintf("_… and %d more_", len(tools)-maxActivityLines))
+	}
+	body := strings.Join(lines, "\n")
+	if utf8.RuneCountInString(body) > r.lim.MaxLen {
+		body = Split(body, r.lim.MaxLen, r.measure)[0]
+	}
+	r.lastActivity = time.Now()
+	if err := r.a.SendActivity(ctx, r.msgs[0].ref, body); err != nil {
+		r.log.Warn("post tool activity", "err", err)
+	}
+}
+
+// finish delivers the exact final text: every chunk posted or edited,
+// waiting out the edit interval rather than skipping, retrying a failed
+// call, and posting anew what cannot be edited.
+func (r *Reply) finish(ctx context.Context, text, notice string, tools []string) {
+	if len(tools) > 0 {
+		if len(r.msgs) == 0 {
+			r.send(ctx, placeholder)
+		}
+		if len(r.msgs) > 0 {
+			if left := r.lim.MinPostInterval - time.Since(r.lastActivity); left > 0 {
+				sleep(ctx, left)
+			}
+			r.postActivity(ctx, tools)
+		}
+	}
+	final := text
+	if notice != "" {
+		if final != "" {
+			final += "\n\n"
+		}
+		final += notice
+	}
+	if final == "" {
+		final = "✅ _Done._"
+	}
+	for i, chunk := range Split(final, r.lim.MaxLen, r.measure) {
+		for attempt := 0; attempt < 3 && ctx.Err() == nil; attempt++ {
+			if i >= len(r.msgs) {
+				if r.send(ctx, chunk) {
+					break
+				}
+			} else {
+				m := &r.msgs[i]
+				if m.text == chunk {
+					break
+				}
+				sleep(ctx, r.lim.MinEditInterval-time.Since(m.at))
+				if r.edit(ctx, i, chunk) {
+					break
+				}
+				if attempt == 2 { // the message cannot be edited: post the text anew
+					r.send(ctx, chunk)
+					break
+				}
+			}
+			sleep(ctx, time.Duration(attempt+1)*time.Second)
+		}
+	}
+}
+
+func (r *Reply) send(ctx context.Context, text string) bool {
+	ref, err := r.a.Send(ctx, r.place, text)
+	if err != nil {
+		r.log.Warn("post answer", "err", err)
+		return false
+	}
+	r.msgs = append(r.msgs, sentMessage{ref: ref, text: text, at: time.Now()})
+	if len(r.msgs) == 1 && r.onAnswer != nil {
+		r.onAnswer(ref)
+	}
+	return true
+}
+
+func (r *Reply) edit(ctx context.Context, i int, text string) bool {
+	m := &r.msgs[i]
+	err := r.a.Edit(ctx, m.ref, text)
+	m.at = time.Now()
+	if err != nil {
+		r.log.Warn("edit answer", "err", err)
+		return false
+	}
+	m.text = text
+	return true
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// ToolLine renders one tool call as a short Markdown line: an icon, the
+// tool's name and the most telling argument, e.g. "🔧 **Bash** — `go test ./...`".
+func ToolLine(name string, args json.RawMessage) string {
+	icon := "🔧"
+	switch strings.ToLower(name) {
+	case "read", "readfile", "view":
+		icon = "📖"
+	case "edit", "write", "multiedit", "notebookedit", "editfile", "writefile", "delete":
+		icon = "✏️"
+	case "glob", "grep", "search", "ls", "list", "find", "codebasesearch":
+		icon = "🔎"
+	case "webfetch", "websearch", "fetch":
+		icon = "🌐"
+	case "task", "agent", "todowrite", "updatetodos":
+		icon = "📋"
+	}
+	line := icon + " **" + name + "**"
+	if s := argSummary(args); s != "" {
+		line += " — `" + s + "`"
+	}
+	return line
+}
+
+// argSummary picks the argument a person wants to see first, on one line,
+// at most 80 runes, without backticks (it goes inside a code span).
+func argSummary(args json.RawMessage) string {
+	var m map[string]any
+	if len(args) == 0 || json.Unmarshal(args, &m) != nil {
+		return ""
+	}
+	var s string
+	for _, k := range []string{"command", "file_path", "path", "filePath", "pattern", "globPattern", "query", "url", "description", "prompt"} {
+		if v, ok := m[k].(string); ok && v != "" {
+			s = v
+			break
+		}
+	}
+	if s == "" {
+		return ""
+	}
+	s = strings.Join(strings.Fields(strings.ReplaceAll(s, "`", "'")), " ")
+	if utf8.RuneCountInString(s) > 80 {
+		s = string([]rune(s)[:79]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,169 @@
+package core
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/golem-chat/golem/engine"
+	"github.com/golem-chat/golem/parser"
+	"github.com/golem-chat/golem/store"
+)
+
+// settings are what one turn runs with, after the conversation's stored
+// choices, the channel's override and the defaults.
+type settings struct {
+	engine, model, workdir string
+}
+
+func (d *Dispatcher) settings(m Message, conv store.Conversation) settings {
+	o := d.opts.Channels[m.Platform+":"+m.Channel]
+	s := settings{engine: firstNonEmpty(conv.Engine, o.Engine, d.opts.DefaultEngine)}
+	s.model = firstNonEmpty(conv.Model, o.Model, d.opts.Models[s.engine])
+	s.workdir = firstNonEmpty(o.Workdir, d.opts.Workspace)
+	return s
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// runTurn runs one message through the agent and streams the answer. ctx
+// is cancelled by /stop and by shutdown; the timeout is added here.
+func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, gen int) {
+	key := c.key.String()
+	log := d.log.With("conversation", key, "platform", m.Platform)
+	conv, err := d.opts.Store.Conversation(key)
+	if err != nil {
+		log.Error("read conversation", "err", err)
+		d.answer(d.life, m, "⚠️ **Error:** golem could not read its session store; see the bot's log.", true)
+		return
+	}
+	set := d.settings(m, conv)
+	eng := d.opts.Engines[set.engine]
+	if eng == nil {
+		msg := "engine " + set.engine + " is not available"
+		if err := d.opts.EngineErrors[set.engine]; err != nil {
+			msg = err.Error()
+		}
+		d.answer(d.life, m, "⚠️ **Error:** "+msg, true)
+		return
+	}
+
+	out := d.output(m, key, log)
+	defer out.close()
+
+	prompt := m.Text
+	files := make([]string, 0, len(m.Attachments))
+	for _, a := range m.Attachments {
+		files = append(files, a.Path)
+	}
+	if prompt == "" {
+		prompt = "Look at the attached files."
+	}
+
+	turnCtx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
+	defer cancel()
+	start := time.Now()
+	terminal := parser.Event{Type: parser.Error, Message: "the agent did not answer"}
+	run, err := eng.Run(turnCtx, engine.Turn{
+		Prompt: prompt, SessionID: conv.SessionID, Model: set.model, Workdir: set.workdir, Files: files,
+	})
+	if err != nil {
+		terminal.Message = err.Error()
+	} else {
+		for ev := range run.Events() {
+			switch {
+			case ev.SessionReset:
+				if d.sameGeneration(c, gen) {
+					if err := d.opts.Store.ClearSession(key); err != nil {
+						log.Error("clear session", "err", err)
+					}
+				}
+			case ev.Type == parser.Done && ev.SessionID != "" && d.sameGeneration(c, gen):
+				conv.Engine, conv.SessionID, conv.LastUsed = set.engine, ev.SessionID, time.Now()
+				if err := d.opts.Store.SaveConversation(conv); err != nil {
+					log.Error("save session", "err", err)
+				}
+			}
+			if ev.Terminal() {
+				terminal = ev
+			} else {
+				out.add(ev)
+			}
+		}
+	}
+	out.finish(terminal, d.opts.Timeout)
+	log.Info("turn ended", "engine", set.engine, "outcome", outcome(terminal), "duration_ms", time.Since(start).Milliseconds())
+}
+
+func outcome(ev parser.Event) string {
+	if ev.Type == parser.Done {
+		return "done"
+	}
+	switch ev.Message {
+	case "stopped", "timed out":
+		return ev.Message
+	}
+	return "error"
+}
+
+func (d *Dispatcher) sameGeneration(c *conversation, gen int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return c.generation == gen
+}
+
+// turnOutput is where a turn's events go: a Reply on the platform, or the
+// message's Sink.
+type turnOutput struct {
+	add    func(parser.Event)
+	finish func(terminal parser.Event, timeout time.Duration)
+	close  func()
+}
+
+func (d *Dispatcher) output(m Message, key string, log *slog.Logger) turnOutput {
+	if m.Sink != nil {
+		return turnOutput{
+			add:    m.Sink,
+			finish: func(ev parser.Event, _ time.Duration) { m.Sink(ev) },
+			close:  func() {},
+		}
+	}
+	a := d.adapter(m.Platform)
+	if a == nil {
+		log.Error("no adapter registered")
+		return turnOutput{add: func(parser.Event) {}, finish: func(parser.Event, time.Duration) {}, close: func() {}}
+	}
+	place := d.place(m)
+	flight := store.InFlight{
+		ID: newID(), Key: key, Platform: m.Platform,
+		Channel: place.Channel, Thread: place.Thread, ReplyTo: place.ReplyTo, Started: time.Now(),
+	}
+	if err := d.opts.Store.BeginTurn(flight); err != nil {
+		log.Error("record turn", "err", err)
+	}
+	r := NewReply(d.life, a, place, log, func(ref MessageRef) {
+		flight.AnswerChannel, flight.AnswerThread, flight.AnswerID = ref.Channel, ref.Thread, ref.ID
+		if err := d.opts.Store.BeginTurn(flight); err != nil {
+			log.Error("record answer", "err", err)
+		}
+	})
+	stopTyping := func() {}
+	if t, ok := a.(Typist); ok {
+		stopTyping = t.Typing(d.life, m)
+	}
+	return turnOutput{
+		add: r.Add,
+		finish: func(ev parser.Event, timeout time.Duration) {
+			stopTyping()
+			r.Finish(Notice(ev, timeout))
+		},
+		close: func() { d.endTurn(flight.ID) },
+	}
+}
