@@ -1,0 +1,87 @@
+package anthropictest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// PinnedClaudeVersion is the Claude Code CLI version the recorded fixtures
+// come from and `make tools` installs.
+const PinnedClaudeVersion = "2.1.197"
+
+// defaultClaudeBin is where `make tools` installs the pinned CLI, relative
+// to the module root.
+const defaultClaudeBin = ".tools/claude-code/node_modules/.bin/claude"
+
+// ClaudeBin returns the path of the real Claude Code CLI for tests:
+// $GOLEM_CLAUDE_BIN, else the pinned CLI that `make tools` installs in the
+// module's .tools folder. When it is missing the test is skipped, or fails
+// when GOLEM_REQUIRE_TOOLS=1 (as `make test` sets).
+func ClaudeBin(t testing.TB) string {
+	t.Helper()
+	bin := os.Getenv("GOLEM_CLAUDE_BIN")
+	if bin == "" {
+		bin = filepath.Join(moduleRoot(), defaultClaudeBin)
+	}
+	if _, err := exec.LookPath(bin); err != nil {
+		if os.Getenv("GOLEM_REQUIRE_TOOLS") == "1" {
+			t.Fatalf("the Claude Code CLI is required (GOLEM_REQUIRE_TOOLS=1) but %s is not runnable: %v; run `make tools`", bin, err)
+		}
+		t.Skipf("the Claude Code CLI is not installed at %s (run `make tools` or set GOLEM_CLAUDE_BIN): %v", bin, err)
+	}
+	return bin
+}
+
+// moduleRoot is the nearest folder above the working directory holding a
+// go.mod ("." when there is none); tests run in their package's folder.
+func moduleRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "."
+		}
+		dir = parent
+	}
+}
+
+// CLIEnv returns the environment for one offline run of the real CLI
+// against baseURL (e.g. Server.BaseURL("bash")), with home as HOME. It is
+// the test process's environment without HOME, ANTHROPIC_*, CLAUDE* and
+// DISABLE_* (so nothing of a developer's own setup leaks in), plus:
+// IS_SANDBOX=1 (--dangerously-skip-permissions is refused to root without
+// it), the fake API key "test", no telemetry, no auto-update, no
+// non-essential traffic, and CLAUDE_CODE_MAX_RETRIES=2 so that API errors
+// end the run in about two seconds instead of minutes.
+func CLIEnv(home, baseURL string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case name == "HOME", name == "IS_SANDBOX",
+			strings.HasPrefix(name, "ANTHROPIC_"), strings.HasPrefix(name, "CLAUDE"),
+			strings.HasPrefix(name, "DISABLE_"):
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env,
+		"HOME="+home,
+		"IS_SANDBOX=1",
+		"ANTHROPIC_BASE_URL="+baseURL,
+		"ANTHROPIC_API_KEY=test",
+		"DISABLE_TELEMETRY=1",
+		"DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"CLAUDE_CODE_MAX_RETRIES=2",
+	)
+}
