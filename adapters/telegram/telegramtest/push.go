@@ -1,0 +1,189 @@
+package telegramtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// User is a Telegram user who writes to the bot.
+type User struct {
+	ID        int64
+	Username  string
+	FirstName string
+	IsBot     bool
+}
+
+// Incoming is a message a user sends; Push turns it into an update.
+type Incoming struct {
+	Chat     int64  // > 0 private chat (the user's id), < 0 a group
+	ChatType string // default "private" for Chat > 0, "supergroup" otherwise
+	From     User
+	Text     string // the text, or a photo's or document's caption
+	ReplyTo  int64  // message id it replies to; 0 if none
+	Thread   int64  // forum topic id (message_thread_id); 0 if none
+	Photo    []byte // a photo's bytes (sent as one size)
+	Document *Document
+	// Edited sends the message as an edited_message update.
+	Edited bool
+}
+
+// Document is a file sent as a document.
+type Document struct {
+	Name string
+	Data []byte
+}
+
+// Pushed names what Push created.
+type Pushed struct {
+	UpdateID  int64
+	MessageID int64
+}
+
+var (
+	mentionRE = regexp.MustCompile(`@[A-Za-z0-9_]{3,}`)
+	commandRE = regexp.MustCompile(`^/[A-Za-z0-9_]+(@[A-Za-z0-9_]+)?`)
+)
+
+// Push queues an update carrying m for getUpdates and returns its ids.
+// Entities for @mentions and a leading /command are added as Telegram
+// does, with UTF-16 offsets.
+func (s *Server) Push(m Incoming) Pushed {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.chatLocked(m.Chat, m.ChatType)
+	if m.ChatType != "" {
+		c.typ = m.ChatType
+	}
+	if m.From.FirstName == "" {
+		m.From.FirstName = "User"
+	}
+	msg := &Message{Chat: m.Chat, Text: m.Text, Raw: m.Text, ReplyTo: m.ReplyTo, Thread: m.Thread}
+	s.addLocked(c, msg)
+
+	chatJSON := map[string]any{"id": m.Chat, "type": c.typ}
+	if c.typ != "private" {
+		chatJSON["title"] = fmt.Sprintf("Group %d", -m.Chat)
+	}
+	if m.Thread != 0 {
+		chatJSON["is_forum"] = true
+	}
+	from := map[string]any{"id": m.From.ID, "is_bot": m.From.IsBot, "first_name": m.From.FirstName}
+	if m.From.Username != "" {
+		from["username"] = m.From.Username
+	}
+	out := map[string]any{
+		"message_id": msg.ID,
+		"date":       time.Now().Unix(),
+		"chat":       chatJSON,
+		"from":       from,
+	}
+	textKey, entKey := "text", "entities"
+	if m.Photo != nil || m.Document != nil {
+		textKey, entKey = "caption", "caption_entities"
+	}
+	if m.Text != "" {
+		out[textKey] = m.Text
+		if ents := entities(m.Text); len(ents) > 0 {
+			out[entKey] = ents
+		}
+	}
+	if m.Photo != nil {
+		id := s.addFileLocked(fmt.Sprintf("photos/file_%d.jpg", len(s.files)), m.Photo)
+		out["photo"] = []map[string]any{
+			{"file_id": id + "-small", "file_unique_id": "us" + id, "width": 90, "height": 90, "file_size": 10},
+			{"file_id": id, "file_unique_id": "u" + id, "width": 800, "height": 600, "file_size": len(m.Photo)},
+		}
+		s.files[id+"-small"] = file{path: "photos/small.jpg", data: []byte("small")}
+	}
+	if m.Document != nil {
+		id := s.addFileLocked(fmt.Sprintf("documents/file_%d", len(s.files)), m.Document.Data)
+		out["document"] = map[string]any{
+			"file_id": id, "file_unique_id": "u" + id, "file_name": m.Document.Name,
+			"file_size": len(m.Document.Data), "mime_type": "application/octet-stream",
+		}
+	}
+	if m.Thread != 0 {
+		out["message_thread_id"] = m.Thread
+		out["is_topic_message"] = true
+	}
+	switch {
+	case m.ReplyTo != 0 && c.messages[m.ReplyTo] != nil:
+		out["reply_to_message"] = s.messageJSON(c, c.messages[m.ReplyTo])
+	case m.Thread != 0:
+		// Telegram sets every topic message's reply_to_message to the
+		// topic's creation message.
+		out["reply_to_message"] = map[string]any{
+			"message_id": m.Thread, "date": time.Now().Unix(), "chat": chatJSON,
+			"from": from, "message_thread_id": m.Thread,
+			"forum_topic_created": map[string]any{"name": "topic", "icon_color": 7322096},
+		}
+	}
+	key := "message"
+	if m.Edited {
+		key = "edited_message"
+		out["edit_date"] = time.Now().Unix()
+	}
+	s.nextUpd++
+	upd, _ := json.Marshal(map[string]any{"update_id": s.nextUpd, key: out})
+	s.updates = append(s.updates, upd)
+	s.updateIDs = append(s.updateIDs, s.nextUpd)
+	s.notifyLocked()
+	return Pushed{UpdateID: s.nextUpd, MessageID: msg.ID}
+}
+
+func (s *Server) addFileLocked(path string, data []byte) string {
+	id := fmt.Sprintf("F%d", len(s.files)+1)
+	s.files[id] = file{path: path, data: data}
+	return id
+}
+
+// PushPrivate sends text from u in the private chat with the bot.
+func (s *Server) PushPrivate(u User, text string) Pushed {
+	return s.Push(Incoming{Chat: u.ID, From: u, Text: text})
+}
+
+// PushGroup sends text from u in group chatID (< 0). Mention the bot by
+// writing "@" + BotUsername() in text.
+func (s *Server) PushGroup(chatID int64, u User, text string) Pushed {
+	return s.Push(Incoming{Chat: chatID, From: u, Text: text})
+}
+
+// PushReply sends text from u in chatID as a reply to message replyTo
+// (e.g. one of the bot's answers).
+func (s *Server) PushReply(chatID int64, u User, replyTo int64, text string) Pushed {
+	return s.Push(Incoming{Chat: chatID, From: u, Text: text, ReplyTo: replyTo})
+}
+
+// PushTopic sends text from u in forum topic thread of group chatID.
+func (s *Server) PushTopic(chatID, thread int64, u User, text string) Pushed {
+	return s.Push(Incoming{Chat: chatID, ChatType: "supergroup", From: u, Text: text, Thread: thread})
+}
+
+// PushPhoto sends a photo with caption from u in chatID.
+func (s *Server) PushPhoto(chatID int64, u User, caption string, data []byte) Pushed {
+	return s.Push(Incoming{Chat: chatID, From: u, Text: caption, Photo: data})
+}
+
+// PushDocument sends a document with caption from u in chatID.
+func (s *Server) PushDocument(chatID int64, u User, caption, name string, data []byte) Pushed {
+	return s.Push(Incoming{Chat: chatID, From: u, Text: caption, Document: &Document{Name: name, Data: data}})
+}
+
+// entities finds @mentions and a leading /command in text, with UTF-16
+// offsets and lengths.
+func entities(text string) []map[string]any {
+	var out []map[string]any
+	if loc := commandRE.FindStringIndex(text); loc != nil {
+		out = append(out, map[string]any{"type": "bot_command", "offset": 0, "length": UTF16Len(text[:loc[1]])})
+	}
+	for _, loc := range mentionRE.FindAllStringIndex(text, -1) {
+		if loc[0] > 0 && !strings.ContainsAny(text[loc[0]-1:loc[0]], " \n\t(") {
+			continue // part of a command or an e-mail address
+		}
+		out = append(out, map[string]any{"type": "mention", "offset": UTF16Len(text[:loc[0]]), "length": UTF16Len(text[loc[0]:loc[1]])})
+	}
+	return out
+}

@@ -1,0 +1,422 @@
+// Package telegramtest is a fake Telegram Bot API for tests: a real HTTP
+// server on 127.0.0.1 that speaks the Bot API's form-encoded requests and
+// {"ok":...} answers, holds chats and messages, serves long polling, file
+// downloads and drafts, records every call, and can answer with scripted
+// failures (429 with retry_after, HTML parse errors, 5xx) or enforce
+// Telegram's rate limits.
+package telegramtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Options configure a Server. The zero value is a bot "golem_bot" with
+// token "123:TEST" and no rate enforcement.
+type Options struct {
+	Token       string
+	BotID       int64
+	BotUsername string
+	// EnforceRates answers 429 (with retry_after) when a chat gets a new
+	// message or an edit sooner than PerChatInterval after its previous one,
+	// or when more than GlobalPerSecond requests (every method but
+	// getUpdates, getMe, getFile and setMyCommands) arrive within a second.
+	EnforceRates    bool
+	PerChatInterval time.Duration // default 1s
+	GlobalPerSecond int           // default 30
+}
+
+// Call is one recorded request.
+type Call struct {
+	Method string
+	Params url.Values
+	At     time.Time
+}
+
+// Message is a message the fake holds, as a user would see it.
+type Message struct {
+	Chat      int64
+	ID        int64
+	Thread    int64  // message_thread_id; 0 if none
+	ReplyTo   int64  // reply_to_message_id; 0 if none
+	FromBot   bool   // sent by the bot
+	Text      string // the visible text (HTML tags removed)
+	Raw       string // the text as sent
+	ParseMode string
+	Edits     int // successful edits
+}
+
+// Failure is a scripted error answer.
+type Failure struct {
+	Method     string // the method it applies to; "" for any but getUpdates and getMe
+	HTMLOnly   bool   // only for requests with parse_mode HTML
+	Code       int    // HTTP status and error_code
+	Desc       string
+	RetryAfter int // parameters.retry_after, for 429
+}
+
+// Server is a running fake. Its methods are safe for concurrent use.
+type Server struct {
+	opts Options
+	ts   *httptest.Server
+	// URL is the base to give the adapter (its api_url).
+	URL string
+
+	mu        sync.Mutex
+	changed   chan struct{} // closed and replaced on every change
+	calls     []Call
+	updates   []json.RawMessage
+	updateIDs []int64
+	nextUpd   int64
+	chats     map[int64]*chat
+	files     map[string]file
+	failures  []Failure
+	commands  string
+	drafts    map[int64][]string
+	lastSend  map[int64]time.Time
+	window    []time.Time
+	tooMany   int
+}
+
+type chat struct {
+	typ      string
+	nextID   int64
+	messages map[int64]*Message
+	order    []int64
+}
+
+type file struct {
+	path string
+	data []byte
+}
+
+// New starts a fake and closes it when tb ends.
+func New(tb testing.TB, opts Options) *Server {
+	tb.Helper()
+	if opts.Token == "" {
+		opts.Token = "123:TEST"
+	}
+	if opts.BotID == 0 {
+		opts.BotID = 123
+	}
+	if opts.BotUsername == "" {
+		opts.BotUsername = "golem_bot"
+	}
+	if opts.PerChatInterval == 0 {
+		opts.PerChatInterval = time.Second
+	}
+	if opts.GlobalPerSecond == 0 {
+		opts.GlobalPerSecond = 30
+	}
+	s := &Server{
+		opts:     opts,
+		changed:  make(chan struct{}),
+		nextUpd:  1000,
+		chats:    map[int64]*chat{},
+		files:    map[string]file{},
+		drafts:   map[int64][]string{},
+		lastSend: map[int64]time.Time{},
+	}
+	s.ts = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.ts.URL
+	tb.Cleanup(s.ts.Close)
+	return s
+}
+
+// Token is the bot token the fake accepts.
+func (s *Server) Token() string { return s.opts.Token }
+
+// BotUsername is the bot's username, without '@'.
+func (s *Server) BotUsername() string { return s.opts.BotUsername }
+
+// BotID is the bot's user id.
+func (s *Server) BotID() int64 { return s.opts.BotID }
+
+// Close stops the server now (tests of reconnection use it).
+func (s *Server) Close() { s.ts.CloseClientConnections(); s.ts.Close() }
+
+// Fail scripts f for the next n matching requests.
+func (s *Server) Fail(n int, f Failure) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.failures = append(s.failures, f)
+	}
+}
+
+// Calls returns the recorded requests of method ("" for all), oldest first.
+func (s *Server) Calls(method string) []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Call
+	for _, c := range s.calls {
+		if method == "" || c.Method == method {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Messages returns copies of the messages of chatID in posting order.
+func (s *Server) Messages(chatID int64) []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.chats[chatID]
+	if c == nil {
+		return nil
+	}
+	out := make([]Message, 0, len(c.order))
+	for _, id := range c.order {
+		out = append(out, *c.messages[id])
+	}
+	return out
+}
+
+// BotMessages returns the bot's messages in chatID, in posting order.
+func (s *Server) BotMessages(chatID int64) []Message {
+	var out []Message
+	for _, m := range s.Messages(chatID) {
+		if m.FromBot {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Commands returns the JSON of the last setMyCommands.
+func (s *Server) Commands() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.commands
+}
+
+// Drafts returns the texts of the drafts sent to chatID, in order.
+func (s *Server) Drafts(chatID int64) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.drafts[chatID]...)
+}
+
+// TooMany is how many 429 answers rate enforcement gave (scripted
+// failures not counted).
+func (s *Server) TooMany() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tooMany
+}
+
+// Changed returns a channel closed at the next change of the fake's state
+// (a call, a message, an update).
+func (s *Server) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+// WaitUntil waits until cond holds, re-checking at every change of the
+// fake, and fails tb after timeout saying what it waited for.
+func (s *Server) WaitUntil(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		ch := s.Changed()
+		if cond() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			tb.Fatalf("telegramtest: timed out after %v waiting for %s", timeout, what)
+		}
+	}
+}
+
+// notifyLocked wakes waiters; s.mu must be held.
+func (s *Server) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/file/bot"); ok {
+		s.serveFile(w, rest)
+		return
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
+	token, method, ok2 := strings.Cut(rest, "/")
+	if !ok || !ok2 {
+		writeErr(w, 404, "Not Found", 0)
+		return
+	}
+	if token != s.opts.Token {
+		writeErr(w, 401, "Unauthorized", 0)
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		writeErr(w, 400, "Bad Request: "+err.Error(), 0)
+		return
+	}
+	params := r.Form
+	now := time.Now()
+	s.mu.Lock()
+	s.calls = append(s.calls, Call{Method: method, Params: params, At: now})
+	s.notifyLocked()
+	if f, ok := s.takeFailureLocked(method, params); ok {
+		s.mu.Unlock()
+		writeErr(w, f.Code, f.Desc, f.RetryAfter)
+		return
+	}
+	if after, limited := s.limitLocked(method, params, now); limited {
+		s.tooMany++
+		s.mu.Unlock()
+		writeErr(w, 429, fmt.Sprintf("Too Many Requests: retry after %d", after), after)
+		return
+	}
+	s.mu.Unlock()
+
+	if method == "getUpdates" {
+		s.getUpdates(w, r.Context(), params)
+		return
+	}
+	s.mu.Lock()
+	result, code, desc := s.methodLocked(method, params)
+	s.notifyLocked()
+	s.mu.Unlock()
+	if code != 0 {
+		writeErr(w, code, desc, 0)
+		return
+	}
+	writeOK(w, result)
+}
+
+func (s *Server) takeFailureLocked(method string, p url.Values) (Failure, bool) {
+	for i, f := range s.failures {
+		if f.Method == "" && (method == "getUpdates" || method == "getMe") {
+			continue
+		}
+		if f.Method != "" && f.Method != method {
+			continue
+		}
+		if f.HTMLOnly && !strings.EqualFold(p.Get("parse_mode"), "HTML") {
+			continue
+		}
+		s.failures = append(s.failures[:i], s.failures[i+1:]...)
+		return f, true
+	}
+	return Failure{}, false
+}
+
+// limitLocked applies rate enforcement; a limited request consumes no
+// budget.
+func (s *Server) limitLocked(method string, p url.Values, now time.Time) (retryAfter int, limited bool) {
+	switch method {
+	case "getUpdates", "getMe", "getFile", "setMyCommands":
+		return 0, false
+	}
+	if !s.opts.EnforceRates {
+		return 0, false
+	}
+	cut := now.Add(-time.Second)
+	for len(s.window) > 0 && !s.window[0].After(cut) {
+		s.window = s.window[1:]
+	}
+	if len(s.window) >= s.opts.GlobalPerSecond {
+		return secondsCeil(s.window[0].Add(time.Second).Sub(now)), true
+	}
+	perChat := method == "sendMessage" || method == "editMessageText"
+	chatID, _ := strconv.ParseInt(p.Get("chat_id"), 10, 64)
+	if perChat {
+		if last, ok := s.lastSend[chatID]; ok && now.Sub(last) < s.opts.PerChatInterval {
+			return secondsCeil(s.opts.PerChatInterval - now.Sub(last)), true
+		}
+		s.lastSend[chatID] = now
+	}
+	s.window = append(s.window, now)
+	return 0, false
+}
+
+func secondsCeil(d time.Duration) int {
+	return max(1, int(math.Ceil(d.Seconds())))
+}
+
+func (s *Server) getUpdates(w http.ResponseWriter, ctx context.Context, p url.Values) {
+	offset, _ := strconv.ParseInt(p.Get("offset"), 10, 64)
+	limit, _ := strconv.Atoi(p.Get("limit"))
+	if limit <= 0 || limit > 100 {
+		limit = 100
+	}
+	timeout, _ := strconv.Atoi(p.Get("timeout"))
+	deadline := time.NewTimer(time.Duration(timeout) * time.Second)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		if offset != 0 {
+			// Updates below offset are confirmed and forgotten.
+			i := 0
+			for i < len(s.updateIDs) && s.updateIDs[i] < offset {
+				i++
+			}
+			s.updates, s.updateIDs = s.updates[i:], s.updateIDs[i:]
+		}
+		if len(s.updates) > 0 || timeout <= 0 {
+			n := min(limit, len(s.updates))
+			out := append([]json.RawMessage{}, s.updates[:n]...)
+			s.mu.Unlock()
+			writeOK(w, out)
+			return
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline.C:
+			writeOK(w, []json.RawMessage{})
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (s *Server) serveFile(w http.ResponseWriter, rest string) {
+	token, path, ok := strings.Cut(rest, "/")
+	if !ok || token != s.opts.Token {
+		http.NotFound(w, nil)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range s.files {
+		if f.path == path {
+			_, _ = w.Write(f.data)
+			return
+		}
+	}
+	http.Error(w, "not found", http.StatusNotFound)
+}
+
+func writeOK(w http.ResponseWriter, result any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": result})
+}
+
+func writeErr(w http.ResponseWriter, code int, desc string, retryAfter int) {
+	body := map[string]any{"ok": false, "error_code": code, "description": desc}
+	if retryAfter > 0 {
+		body["parameters"] = map[string]any{"retry_after": retryAfter}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(body)
+}

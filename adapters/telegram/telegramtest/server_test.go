@@ -1,0 +1,233 @@
+package telegramtest
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+type answer struct {
+	OK          bool            `json:"ok"`
+	Result      json.RawMessage `json:"result"`
+	ErrorCode   int             `json:"error_code"`
+	Description string          `json:"description"`
+	Parameters  struct {
+		RetryAfter int `json:"retry_after"`
+	} `json:"parameters"`
+}
+
+func call(t *testing.T, s *Server, method string, p url.Values) answer {
+	t.Helper()
+	resp, err := http.PostForm(s.URL+"/bot"+s.Token()+"/"+method, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var a answer
+	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
+		t.Fatal(err)
+	}
+	if !a.OK && resp.StatusCode != a.ErrorCode {
+		t.Fatalf("%s: HTTP status %d, error_code %d", method, resp.StatusCode, a.ErrorCode)
+	}
+	return a
+}
+
+func TestSendEditAndErrors(t *testing.T) {
+	s := New(t, Options{})
+	a := call(t, s, "sendMessage", url.Values{"chat_id": {"5"}, "text": {"<b>hi</b> &amp; bye"}, "parse_mode": {"HTML"}})
+	if !a.OK {
+		t.Fatalf("sendMessage: %+v", a)
+	}
+	var m struct {
+		MessageID int64 `json:"message_id"`
+	}
+	_ = json.Unmarshal(a.Result, &m)
+	edit := url.Values{"chat_id": {"5"}, "message_id": {"1"}, "text": {"<b>hi</b> &amp; bye"}, "parse_mode": {"HTML"}}
+	if a := call(t, s, "editMessageText", edit); a.OK || !strings.Contains(a.Description, "message is not modified") {
+		t.Fatalf("same-text edit answered %+v", a)
+	}
+	edit.Set("text", "<i>new</i>")
+	if a := call(t, s, "editMessageText", edit); !a.OK {
+		t.Fatalf("edit: %+v", a)
+	}
+	got := s.BotMessages(5)
+	if len(got) != 1 || got[0].ID != m.MessageID || got[0].Text != "new" || got[0].Edits != 1 {
+		t.Fatalf("messages = %+v", got)
+	}
+	if a := call(t, s, "sendMessage", url.Values{"chat_id": {"5"}, "text": {"<x>bad</x>"}, "parse_mode": {"HTML"}}); a.OK || !strings.Contains(a.Description, "can't parse entities") {
+		t.Fatalf("bad HTML answered %+v", a)
+	}
+	if a := call(t, s, "sendMessage", url.Values{"chat_id": {"5"}, "text": {strings.Repeat("é", MaxLen+1)}}); a.OK || !strings.Contains(a.Description, "too long") {
+		t.Fatalf("long text answered %+v", a)
+	}
+	if a := call(t, s, "noSuchMethod", nil); a.OK || a.ErrorCode != 404 {
+		t.Fatalf("unknown method answered %+v", a)
+	}
+	resp, err := http.PostForm(s.URL+"/botWRONG/getMe", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Fatalf("wrong token: status %d", resp.StatusCode)
+	}
+}
+
+func TestScriptedFailures(t *testing.T) {
+	s := New(t, Options{})
+	s.Fail(1, Failure{Method: "sendMessage", Code: 429, Desc: "Too Many Requests: retry after 7", RetryAfter: 7})
+	s.Fail(1, Failure{Method: "sendMessage", HTMLOnly: true, Code: 400, Desc: "Bad Request: can't parse entities: x"})
+	s.Fail(1, Failure{Code: 502, Desc: "Bad Gateway"})
+	p := url.Values{"chat_id": {"5"}, "text": {"plain"}}
+	if a := call(t, s, "sendMessage", p); a.ErrorCode != 429 || a.Parameters.RetryAfter != 7 {
+		t.Fatalf("first: %+v", a)
+	}
+	// The HTML-only failure is skipped by a plain request; the 502 matches.
+	if a := call(t, s, "sendMessage", p); a.ErrorCode != 502 {
+		t.Fatalf("second: %+v", a)
+	}
+	if a := call(t, s, "sendMessage", p); !a.OK {
+		t.Fatalf("third: %+v", a)
+	}
+	p.Set("parse_mode", "HTML")
+	if a := call(t, s, "sendMessage", p); a.ErrorCode != 400 || !strings.Contains(a.Description, "can't parse entities") {
+		t.Fatalf("fourth: %+v", a)
+	}
+	if n := len(s.Calls("sendMessage")); n != 4 {
+		t.Fatalf("recorded %d sendMessage calls, want 4", n)
+	}
+}
+
+func TestRateEnforcement(t *testing.T) {
+	s := New(t, Options{EnforceRates: true, PerChatInterval: time.Hour, GlobalPerSecond: 3})
+	send := func(chat string) answer {
+		return call(t, s, "sendMessage", url.Values{"chat_id": {chat}, "text": {"x"}})
+	}
+	if a := send("1"); !a.OK {
+		t.Fatalf("first: %+v", a)
+	}
+	if a := send("1"); a.ErrorCode != 429 || a.Parameters.RetryAfter < 1 {
+		t.Fatalf("second in chat 1: %+v", a)
+	}
+	if a := send("2"); !a.OK {
+		t.Fatalf("chat 2: %+v", a)
+	}
+	if a := call(t, s, "sendChatAction", url.Values{"chat_id": {"3"}, "action": {"typing"}}); !a.OK {
+		t.Fatalf("action: %+v", a)
+	}
+	if a := send("4"); a.ErrorCode != 429 {
+		t.Fatalf("fourth request within a second: %+v", a)
+	}
+	if s.TooMany() != 2 {
+		t.Fatalf("TooMany = %d, want 2", s.TooMany())
+	}
+}
+
+func TestLongPollingAndOffset(t *testing.T) {
+	s := New(t, Options{})
+	u := User{ID: 42, Username: "ann"}
+	type upd struct {
+		UpdateID int64 `json:"update_id"`
+		Message  struct {
+			Text     string `json:"text"`
+			Entities []struct {
+				Type   string `json:"type"`
+				Offset int    `json:"offset"`
+			} `json:"entities"`
+		} `json:"message"`
+	}
+	got := make(chan []upd, 1)
+	go func() {
+		resp, err := http.PostForm(s.URL+"/bot"+s.Token()+"/getUpdates", url.Values{"timeout": {"30"}})
+		if err != nil {
+			got <- nil
+			return
+		}
+		defer resp.Body.Close()
+		var a struct{ Result []upd }
+		_ = json.NewDecoder(resp.Body).Decode(&a)
+		got <- a.Result
+	}()
+	s.WaitUntil(t, 5*time.Second, "the poll", func() bool { return len(s.Calls("getUpdates")) == 1 })
+	p := s.Push(Incoming{Chat: -7, From: u, Text: "😀 @golem_bot hi"})
+	var first []upd
+	select {
+	case first = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a waiting poll was not answered by a push")
+	}
+	if len(first) != 1 || first[0].UpdateID != p.UpdateID || len(first[0].Message.Entities) != 1 || first[0].Message.Entities[0].Offset != 3 {
+		t.Fatalf("poll answered %+v", first)
+	}
+	s.PushPrivate(u, "second")
+	var a struct{ Result []upd }
+	_ = json.Unmarshal(call(t, s, "getUpdates", url.Values{"offset": {"0"}}).Result, &a.Result)
+	if len(a.Result) != 2 {
+		t.Fatalf("without offset got %d updates, want both", len(a.Result))
+	}
+	_ = json.Unmarshal(call(t, s, "getUpdates", url.Values{"offset": {"1002"}}).Result, &a.Result)
+	if len(a.Result) != 1 || a.Result[0].Message.Text != "second" {
+		t.Fatalf("with offset got %+v", a.Result)
+	}
+}
+
+func TestFilesAndDrafts(t *testing.T) {
+	s := New(t, Options{})
+	u := User{ID: 42}
+	s.PushDocument(42, u, "see", "a.txt", []byte("hello"))
+	a := call(t, s, "getFile", url.Values{"file_id": {"F1"}})
+	var f struct {
+		FilePath string `json:"file_path"`
+	}
+	_ = json.Unmarshal(a.Result, &f)
+	resp, err := http.Get(s.URL + "/file/bot" + s.Token() + "/" + f.FilePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "hello" {
+		t.Fatalf("download = %q", body)
+	}
+	if a := call(t, s, "sendMessageDraft", url.Values{"chat_id": {"42"}, "draft_id": {"1"}, "text": {"dr"}}); !a.OK {
+		t.Fatalf("draft: %+v", a)
+	}
+	if a := call(t, s, "sendMessageDraft", url.Values{"chat_id": {"-5"}, "draft_id": {"1"}, "text": {"dr"}}); a.OK {
+		t.Fatal("a draft to a group was accepted")
+	}
+	if d := s.Drafts(42); len(d) != 1 || d[0] != "dr" {
+		t.Fatalf("drafts = %q", d)
+	}
+}
+
+func TestParseHTML(t *testing.T) {
+	tests := []struct {
+		in, want string
+		ok       bool
+	}{
+		{`<b>a</b> &lt;&gt;&amp;&quot;&#65;&#x42;`, `a <>&"AB`, true},
+		{`<pre><code class="language-go">x</code></pre>`, "x", true},
+		{`<a href="https://x.y/?a=1&amp;b=2"><b>l</b></a>`, "l", true},
+		{`<blockquote>q <i>i</i></blockquote>`, "q i", true},
+		{`<code class="language-go">x</code>`, "", false},
+		{`<b>a`, "", false},
+		{`<b>a</i>`, "", false},
+		{`<p>a</p>`, "", false},
+		{`<code><b>a</b></code>`, "", false},
+		{`<a href="x"><code>c</code></a>`, "", false},
+		{`<blockquote><blockquote>a</blockquote></blockquote>`, "", false},
+		{`a & b`, "", false},
+		{`a > b`, "", false},
+	}
+	for _, tt := range tests {
+		got, err := ParseHTML(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseHTML(%q) = %q, %v; want %q ok=%v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}
