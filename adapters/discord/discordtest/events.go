@@ -1,0 +1,121 @@
+package discordtest
+
+import (
+	"time"
+)
+
+// Attachment is a file on a user's message; the fake serves Data at the
+// attachment's URL.
+type Attachment struct {
+	Name string
+	Data []byte
+}
+
+// UserMessage describes a message a user posts, for Post.
+type UserMessage struct {
+	Channel  string
+	Guild    string // empty in a DM (mark the channel with DM)
+	User     string
+	UserName string
+	Bot      bool // the author is a bot
+	Content  string
+	// Mentions lists the user ids the message mentions (put "<@id>" in
+	// Content too, as Discord does).
+	Mentions []string
+	// ReplyTo is the id of a message this one replies to.
+	ReplyTo     string
+	Attachments []Attachment
+}
+
+// Post dispatches MESSAGE_CREATE for m and returns the new message's id.
+func (s *Server) Post(m UserMessage) string {
+	s.mu.Lock()
+	id := s.newID()
+	mentions := []any{}
+	for _, u := range m.Mentions {
+		name := "user"
+		if u == s.opts.BotUserID {
+			name = s.opts.BotName
+		}
+		mentions = append(mentions, map[string]any{"id": u, "username": name, "bot": u == s.opts.BotUserID})
+	}
+	atts := []any{}
+	for i, a := range m.Attachments {
+		s.files[id+"/"+a.Name] = a.Data
+		atts = append(atts, map[string]any{
+			"id": id + "0" + string(rune('0'+i%10)), "filename": a.Name, "size": len(a.Data),
+			"url": s.hs.URL + "/attachments/" + id + "/" + a.Name,
+		})
+	}
+	name := m.UserName
+	if name == "" {
+		name = "user" + m.User
+	}
+	d := map[string]any{
+		"id": id, "channel_id": m.Channel, "content": m.Content, "type": 0,
+		"timestamp": time.Now().UTC().Format(time.RFC3339Nano),
+		"author":    map[string]any{"id": m.User, "username": name, "bot": m.Bot},
+		"mentions":  mentions, "attachments": atts, "embeds": []any{},
+	}
+	if m.Guild != "" {
+		d["guild_id"] = m.Guild
+	}
+	if m.ReplyTo != "" {
+		d["type"] = 19
+		d["message_reference"] = map[string]any{"message_id": m.ReplyTo, "channel_id": m.Channel}
+		if ref := s.messages[m.ReplyTo]; ref != nil {
+			d["referenced_message"] = s.messageJSON(ref)
+		}
+	}
+	_ = s.dispatchLocked("MESSAGE_CREATE", d)
+	s.mu.Unlock()
+	return id
+}
+
+// Option is one slash-command option (a string).
+type Option struct {
+	Name, Value string
+}
+
+// Slash describes a slash command a user runs, for Command.
+type Slash struct {
+	Channel  string
+	Guild    string // empty in a DM
+	User     string
+	UserName string
+	Name     string // the command, without "/"
+	Options  []Option
+}
+
+// Command dispatches INTERACTION_CREATE (type 2, application command) for
+// c and returns the interaction's id; its token starts its life now.
+func (s *Server) Command(c Slash) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.newID()
+	in := &Interaction{ID: id, Token: "itoken-" + id, ChannelID: c.Channel, GuildID: c.Guild, UserID: c.User, Name: c.Name, Created: time.Now()}
+	s.interactions[id] = in
+	s.byToken[in.Token] = in
+	opts := []any{}
+	for _, o := range c.Options {
+		opts = append(opts, map[string]any{"name": o.Name, "type": 3, "value": o.Value})
+	}
+	name := c.UserName
+	if name == "" {
+		name = "user" + c.User
+	}
+	user := map[string]any{"id": c.User, "username": name}
+	d := map[string]any{
+		"id": id, "application_id": s.opts.AppID, "type": 2, "token": in.Token, "version": 1,
+		"channel_id": c.Channel,
+		"data":       map[string]any{"id": "cmd-" + c.Name, "name": c.Name, "type": 1, "options": opts},
+	}
+	if c.Guild != "" {
+		d["guild_id"] = c.Guild
+		d["member"] = map[string]any{"user": user, "roles": []any{}}
+	} else {
+		d["user"] = user
+	}
+	_ = s.dispatchLocked("INTERACTION_CREATE", d)
+	return id
+}

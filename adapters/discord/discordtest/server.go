@@ -1,0 +1,505 @@
+// Package discordtest is a fake Discord for tests: the REST routes a bot
+// uses (interaction callbacks, webhook edits of @original and follow-ups,
+// channel messages, threads, typing, command registration) and the gateway
+// over a websocket (HELLO, IDENTIFY, READY, heartbeat ACK, RESUME with
+// replay, op 7 reconnect, op 9 invalid session, dropped sockets, dispatch of
+// MESSAGE_CREATE and INTERACTION_CREATE).
+//
+// The server listens on 127.0.0.1 and serves the API under /api/v9, so a
+// client pointed at URL() by rewriting scheme and host talks to it exactly
+// as to Discord. It records every REST call with its parsed body, enforces
+// the 2,000-character message limit, an optional per-channel budget (429
+// with retry_after when exceeded), scripted 429s, and interaction tokens
+// that expire. All methods are safe for concurrent use.
+package discordtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Options configure a Server. Zero values take the defaults noted.
+type Options struct {
+	BotToken  string // the token bot-token routes require, without "Bot "; default "test-token"
+	AppID     string // default "100"
+	BotUserID string // default "200"
+	BotName   string // default "golem"
+
+	// HeartbeatInterval is sent in HELLO; default 1s.
+	HeartbeatInterval time.Duration
+	// TokenLife is how long an interaction token works for webhook calls;
+	// default 15 minutes, as on Discord.
+	TokenLife time.Duration
+	// CallbackDeadline is how long after an interaction its first response
+	// is accepted; default 3 s, as on Discord.
+	CallbackDeadline time.Duration
+	// ChannelLimit requests per ChannelWindow are accepted per channel for
+	// message creates, edits and thread starts (bot-token and webhook
+	// routes alike); more answer 429. Zero: no per-channel limit.
+	ChannelLimit  int
+	ChannelWindow time.Duration
+	// InteractionMessagesBotEditable lets the bot token edit messages that
+	// were posted through an interaction webhook (as a bot in a guild can).
+	// False answers 403 code 50005, so a client must post new messages once
+	// the token expired.
+	InteractionMessagesBotEditable bool
+}
+
+// Call is one recorded REST request.
+type Call struct {
+	Method string
+	Path   string // without the /api/v9 prefix, e.g. "/channels/5/messages"
+	Body   map[string]any
+	// AllowedMentions is the request's allowed_mentions object (nil when
+	// the request had none); for a callback it is read from "data".
+	AllowedMentions map[string]any
+	Status          int
+	At              time.Time
+}
+
+// Message is a message the bot (or a user) posted, as the fake holds it.
+type Message struct {
+	ID        string
+	ChannelID string
+	GuildID   string
+	Content   string
+	Flags     int
+	AuthorID  string
+	// Interaction is the id of the interaction whose webhook posted it
+	// (the original response or a follow-up); empty for channel messages.
+	Interaction string
+	Original    bool   // the interaction's original response
+	Deferred    bool   // the original response was deferred and not yet edited
+	ReplyTo     string // message_reference.message_id
+	Thread      string // id of the thread started on it, if any
+	Edits       int
+	History     []string // every content it had, oldest first
+	Deleted     bool
+	At          time.Time
+}
+
+// Interaction is an interaction the fake dispatched.
+type Interaction struct {
+	ID, Token, ChannelID, GuildID, UserID, Name string
+	Created                                     time.Time
+	Callback                                    int       // the callback type, 0 before one arrived
+	CallbackFlags                               int       // data.flags of the callback
+	CallbackAt                                  time.Time // when the callback arrived
+	Original                                    string    // id of the original response message
+}
+
+type script429 struct {
+	match      func(method, path string) bool
+	left       int
+	retryAfter time.Duration
+	global     bool
+}
+
+// Server is the fake Discord. Create it with New; Close it when done.
+type Server struct {
+	opts Options
+	hs   *httptest.Server
+
+	mu           sync.Mutex
+	changed      chan struct{}
+	nextID       int64
+	calls        []Call
+	messages     map[string]*Message
+	order        []string // message ids in creation order
+	interactions map[string]*Interaction
+	byToken      map[string]*Interaction
+	dms          map[string]bool
+	threads      map[string]string // thread channel id -> parent channel id
+	commands     map[string][]map[string]any
+	files        map[string][]byte
+	window       map[string][]time.Time
+	scripts      []*script429
+	rateLimited  int
+	gw           gateway
+}
+
+// New starts a fake Discord on 127.0.0.1.
+func New(opts Options) *Server {
+	if opts.BotToken == "" {
+		opts.BotToken = "test-token"
+	}
+	if opts.AppID == "" {
+		opts.AppID = "100"
+	}
+	if opts.BotUserID == "" {
+		opts.BotUserID = "200"
+	}
+	if opts.BotName == "" {
+		opts.BotName = "golem"
+	}
+	if opts.HeartbeatInterval <= 0 {
+		opts.HeartbeatInterval = time.Second
+	}
+	if opts.TokenLife <= 0 {
+		opts.TokenLife = 15 * time.Minute
+	}
+	if opts.CallbackDeadline <= 0 {
+		opts.CallbackDeadline = 3 * time.Second
+	}
+	if opts.ChannelWindow <= 0 {
+		opts.ChannelWindow = 5 * time.Second
+	}
+	s := &Server{
+		opts:         opts,
+		changed:      make(chan struct{}),
+		nextID:       1_100_000_000_000_000_000,
+		messages:     map[string]*Message{},
+		interactions: map[string]*Interaction{},
+		byToken:      map[string]*Interaction{},
+		dms:          map[string]bool{},
+		threads:      map[string]string{},
+		commands:     map[string][]map[string]any{},
+		files:        map[string][]byte{},
+		window:       map[string][]time.Time{},
+	}
+	s.gw.init()
+	mux := http.NewServeMux()
+	s.routes(mux)
+	s.hs = httptest.NewServer(mux)
+	return s
+}
+
+// URL is the server's base, "http://127.0.0.1:port"; the API lives under
+// /api/v9 and the gateway at /gateway.
+func (s *Server) URL() string { return s.hs.URL }
+
+// Options returns the options in effect (with defaults filled in).
+func (s *Server) Options() Options { return s.opts }
+
+// Close stops the server and drops every gateway connection.
+func (s *Server) Close() {
+	s.mu.Lock()
+	conns := s.gw.snapshot()
+	s.mu.Unlock()
+	for c := range conns {
+		_ = c.Close()
+	}
+	s.hs.CloseClientConnections()
+	s.hs.Close()
+}
+
+// newID returns a fresh snowflake. Call with s.mu held.
+func (s *Server) newID() string {
+	s.nextID++
+	return strconv.FormatInt(s.nextID, 10)
+}
+
+// notify wakes every Wait. Call with s.mu held.
+func (s *Server) notify() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Wait blocks until cond, called with the server locked, holds or the
+// timeout passes; it reports whether cond held. cond must not call other
+// Server methods.
+func (s *Server) Wait(timeout time.Duration, cond func(v View) bool) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		ok := cond(View{s})
+		ch := s.changed
+		s.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return false
+		}
+	}
+}
+
+// DM marks channel as a direct-message channel: messages there carry no
+// guild id and threads cannot be started in it.
+func (s *Server) DM(channel string) {
+	s.mu.Lock()
+	s.dms[channel] = true
+	s.mu.Unlock()
+}
+
+// Script429 makes the next count requests matching match answer 429 with
+// retry_after (and, when global, X-RateLimit-Global) before any other check.
+func (s *Server) Script429(match func(method, path string) bool, count int, retryAfter time.Duration, global bool) {
+	s.mu.Lock()
+	s.scripts = append(s.scripts, &script429{match: match, left: count, retryAfter: retryAfter, global: global})
+	s.mu.Unlock()
+}
+
+// ExpireTokens makes every interaction token issued so far expired.
+func (s *Server) ExpireTokens() {
+	s.mu.Lock()
+	for _, in := range s.interactions {
+		in.Created = time.Now().Add(-s.opts.TokenLife - time.Second)
+	}
+	s.notify()
+	s.mu.Unlock()
+}
+
+// Snapshot accessors, each copying under the lock.
+
+// Calls returns every recorded REST call so far.
+func (s *Server) Calls() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Call(nil), s.calls...)
+}
+
+// RateLimited is how many requests answered 429 (scripted or budget).
+func (s *Server) RateLimited() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rateLimited
+}
+
+// Messages returns copies of the live messages in channel, oldest first.
+func (s *Server) Messages(channel string) []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return View{s}.Messages(channel)
+}
+
+// Message returns a copy of message id.
+func (s *Server) Message(id string) (Message, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return View{s}.Message(id)
+}
+
+// Interaction returns a copy of interaction id.
+func (s *Server) Interaction(id string) (Interaction, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in, ok := s.interactions[id]
+	if !ok {
+		return Interaction{}, false
+	}
+	return *in, true
+}
+
+// Commands returns the commands registered globally (scope "") or for a
+// guild (scope = guild id), as the last PUT sent them.
+func (s *Server) Commands(scope string) []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.commands[scope]
+}
+
+// View reads the server's state inside Wait.
+type View struct{ s *Server }
+
+// Messages returns copies of the live messages in channel, oldest first.
+func (v View) Messages(channel string) []Message {
+	var out []Message
+	for _, id := range v.s.order {
+		if m := v.s.messages[id]; m.ChannelID == channel && !m.Deleted {
+			c := *m
+			c.History = append([]string(nil), m.History...)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Message returns a copy of message id.
+func (v View) Message(id string) (Message, bool) {
+	m, ok := v.s.messages[id]
+	if !ok {
+		return Message{}, false
+	}
+	c := *m
+	c.History = append([]string(nil), m.History...)
+	return c, true
+}
+
+// Interaction returns a copy of interaction id.
+func (v View) Interaction(id string) (Interaction, bool) {
+	in, ok := v.s.interactions[id]
+	if !ok {
+		return Interaction{}, false
+	}
+	return *in, true
+}
+
+// Calls returns the number of recorded calls matching method and a path
+// prefix (method "" matches any).
+func (v View) Calls(method, pathPrefix string) int {
+	n := 0
+	for _, c := range v.s.calls {
+		if (method == "" || c.Method == method) && strings.HasPrefix(c.Path, pathPrefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// Identifies and Resumes count gateway handshakes of each kind.
+func (v View) Identifies() int { return v.s.gw.identifies }
+
+// Resumes counts accepted RESUMEs.
+func (v View) Resumes() int { return v.s.gw.resumes }
+
+// Connected reports whether a client completed a handshake and is
+// connected now.
+func (v View) Connected() bool { return v.s.gw.conn != nil && v.s.gw.ready }
+
+// Intents is the intents value of the last IDENTIFY.
+func (v View) Intents() int { return v.s.gw.intents }
+
+// --- HTTP plumbing ---
+
+type apiError struct {
+	Status  int
+	Code    int
+	Message string
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, e apiError) {
+	writeJSON(w, e.Status, map[string]any{"code": e.Code, "message": e.Message})
+}
+
+// record parses r's JSON body and appends the call. Call with s.mu held.
+func (s *Server) record(r *http.Request, status int) map[string]any {
+	var body map[string]any
+	if r.Body != nil {
+		_ = json.NewDecoder(r.Body).Decode(&body)
+	}
+	c := Call{Method: r.Method, Path: strings.TrimPrefix(r.URL.Path, "/api/v9"), Body: body, Status: status, At: time.Now()}
+	if am, ok := body["allowed_mentions"].(map[string]any); ok {
+		c.AllowedMentions = am
+	} else if d, ok := body["data"].(map[string]any); ok {
+		if am, ok := d["allowed_mentions"].(map[string]any); ok {
+			c.AllowedMentions = am
+		}
+	}
+	s.calls = append(s.calls, c)
+	s.notify()
+	return body
+}
+
+// setStatus fixes the status of the last recorded call. Call with s.mu held.
+func (s *Server) setStatus(status int) {
+	if n := len(s.calls); n > 0 {
+		s.calls[n-1].Status = status
+	}
+}
+
+// scripted answers a scripted 429 if one matches. Call with s.mu held.
+func (s *Server) scripted(w http.ResponseWriter, r *http.Request) bool {
+	path := strings.TrimPrefix(r.URL.Path, "/api/v9")
+	for _, sc := range s.scripts {
+		if sc.left > 0 && sc.match(r.Method, path) {
+			sc.left--
+			s.tooMany(w, "scripted", sc.retryAfter, sc.global)
+			return true
+		}
+	}
+	return false
+}
+
+// tooMany writes a 429 the way Discord does. Call with s.mu held.
+func (s *Server) tooMany(w http.ResponseWriter, bucket string, after time.Duration, global bool) {
+	s.rateLimited++
+	secs := after.Seconds()
+	h := w.Header()
+	h.Set("Retry-After", strconv.Itoa(int(secs+0.999)))
+	h.Set("X-RateLimit-Limit", strconv.Itoa(max(s.opts.ChannelLimit, 1)))
+	h.Set("X-RateLimit-Remaining", "0")
+	h.Set("X-RateLimit-Reset-After", strconv.FormatFloat(secs, 'f', 3, 64))
+	h.Set("X-RateLimit-Reset", strconv.FormatFloat(float64(time.Now().Add(after).UnixMilli())/1000, 'f', 3, 64))
+	h.Set("X-RateLimit-Bucket", bucket)
+	h.Set("X-RateLimit-Scope", "user")
+	if global {
+		h.Set("X-RateLimit-Global", "true")
+	}
+	writeJSON(w, http.StatusTooManyRequests, map[string]any{
+		"message": "You are being rate limited.", "retry_after": secs, "global": global,
+	})
+	s.setStatus(http.StatusTooManyRequests)
+}
+
+// budget applies the per-channel limit for one request touching channel:
+// it answers 429 and returns false when the channel is over its budget,
+// and otherwise counts the request and sets X-RateLimit-* headers. Call
+// with s.mu held.
+func (s *Server) budget(w http.ResponseWriter, channel string) bool {
+	if s.opts.ChannelLimit <= 0 {
+		return true
+	}
+	now := time.Now()
+	win := s.opts.ChannelWindow
+	recent := s.window[channel][:0]
+	for _, t := range s.window[channel] {
+		if now.Sub(t) < win {
+			recent = append(recent, t)
+		}
+	}
+	s.window[channel] = recent
+	if len(recent) >= s.opts.ChannelLimit {
+		s.tooMany(w, "channel:"+channel, recent[0].Add(win).Sub(now), false)
+		return false
+	}
+	s.window[channel] = append(recent, now)
+	h := w.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(s.opts.ChannelLimit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(s.opts.ChannelLimit-len(s.window[channel])))
+	reset := s.window[channel][0].Add(win).Sub(now)
+	h.Set("X-RateLimit-Reset-After", strconv.FormatFloat(reset.Seconds(), 'f', 3, 64))
+	h.Set("X-RateLimit-Bucket", "channel:"+channel)
+	return true
+}
+
+func (s *Server) botAuth(w http.ResponseWriter, r *http.Request) bool {
+	if r.Header.Get("Authorization") != "Bot "+s.opts.BotToken {
+		s.setStatus(http.StatusUnauthorized)
+		writeError(w, apiError{http.StatusUnauthorized, 0, "401: Unauthorized"})
+		return false
+	}
+	return true
+}
+
+// messageJSON is the wire form of m. Call with s.mu held.
+func (s *Server) messageJSON(m *Message) map[string]any {
+	out := map[string]any{
+		"id": m.ID, "channel_id": m.ChannelID, "content": m.Content, "flags": m.Flags,
+		"timestamp": m.At.UTC().Format(time.RFC3339Nano), "type": 0,
+		"author": map[string]any{"id": m.AuthorID, "username": s.opts.BotName, "bot": m.AuthorID == s.opts.BotUserID},
+	}
+	if m.GuildID != "" {
+		out["guild_id"] = m.GuildID
+	}
+	if m.ReplyTo != "" {
+		out["type"] = 19
+		out["message_reference"] = map[string]any{"message_id": m.ReplyTo, "channel_id": m.ChannelID}
+	}
+	return out
+}
+
+// contentOK checks the 2,000-character limit (in code points).
+func contentOK(w http.ResponseWriter, content string) bool {
+	if utf8.RuneCountInString(content) > 2000 {
+		writeError(w, apiError{http.StatusBadRequest, 50035, fmt.Sprintf("Invalid Form Body: content: Must be 2000 or fewer in length (got %d).", utf8.RuneCountInString(content))})
+		return false
+	}
+	return true
+}
