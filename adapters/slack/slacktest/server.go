@@ -1,0 +1,256 @@
+// Package slacktest is a fake Slack for tests: the Web API methods a bot
+// uses over HTTP, and Socket Mode over a websocket, on 127.0.0.1. It keeps
+// the channels' messages, records every call with its parsed arguments and
+// can be scripted to fail (429 with Retry-After, 5xx, ok:false), to drop or
+// refresh the socket, and to deliver an event twice. It enforces a
+// configurable chat.update budget per minute the way Slack enforces Tier 3:
+// a call over the budget gets HTTP 429 with Retry-After.
+//
+// Point slack-go at it with slack.OptionAPIURL(s.APIURL()) and
+// slack.OptionAppLevelToken(AppToken), using BotToken as the bot token.
+package slacktest
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"time"
+)
+
+// The fake's workspace, bot and tokens.
+const (
+	BotToken  = "xoxb-fake-bot-token"
+	AppToken  = "xapp-fake-app-token"
+	TeamID    = "T0FAKE"
+	BotUserID = "U0GOLEM"
+	BotID     = "B0GOLEM"
+	AppID     = "A0GOLEM"
+)
+
+// Options configure a Server.
+type Options struct {
+	// UpdatesPerMinute is the chat.update budget of the workspace: a call
+	// that would be the (n+1)th successful chat.update within the last 60
+	// seconds is refused with 429 and a Retry-After telling when a slot
+	// frees. Zero means unlimited.
+	UpdatesPerMinute int
+	// PingInterval is how often the socket pings the client; default 2s.
+	// slack-go reconnects when it hears no ping for 30 s.
+	PingInterval time.Duration
+}
+
+// Call is one Web API call as the fake received it.
+type Call struct {
+	Method string            // "chat.postMessage"
+	Args   map[string]string // form, query and top-level JSON fields; no token
+	Status int               // HTTP status answered
+	Error  string            // the ok:false error, if any
+	At     time.Time
+}
+
+// Fault scripts the answer to one future call of a method.
+type Fault struct {
+	Status     int    // 429, 500, 503, ...; 200 with Error for ok:false
+	RetryAfter int    // seconds, sent with a 429
+	Error      string // ok:false error code, with Status 200 (or 0)
+}
+
+// Message is a message in a channel of the fake.
+type Message struct {
+	Channel   string
+	TS        string
+	ThreadTS  string // empty for a top-level message
+	User      string
+	BotID     string // set on the bot's own messages
+	Text      string
+	Edits     int      // successful chat.update calls on it
+	Reactions []string // reaction names the bot added and not removed
+}
+
+// Server is a running fake Slack. Its methods are safe for concurrent use.
+type Server struct {
+	// URL is the base URL, "http://127.0.0.1:port", without "/api/".
+	URL string
+
+	opts Options
+	http *httptest.Server
+
+	mu       sync.Mutex
+	changed  chan struct{} // closed and replaced on every change
+	seq      int
+	calls    []Call
+	faults   map[string][]Fault
+	msgs     []*Message
+	files    map[string]*file
+	updates  []time.Time // successful chat.update times, within a minute
+	tickets  map[string]bool
+	conns    []*wsConn
+	connects int
+	acks     map[string]Ack
+	closed   bool
+}
+
+// New starts a fake Slack on 127.0.0.1. Call Close when done.
+func New(opts Options) *Server {
+	if opts.PingInterval <= 0 {
+		opts.PingInterval = 2 * time.Second
+	}
+	s := &Server{
+		opts:    opts,
+		changed: make(chan struct{}),
+		faults:  map[string][]Fault{},
+		files:   map[string]*file{},
+		tickets: map[string]bool{},
+		acks:    map[string]Ack{},
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/{method}", s.serveAPI)
+	mux.HandleFunc("/link/", s.serveSocket)
+	mux.HandleFunc("/files-pri/{id}/{name}", s.serveFile)
+	s.http = httptest.NewServer(mux)
+	s.URL = s.http.URL
+	return s
+}
+
+// APIURL is the Web API base URL for slack.OptionAPIURL, ending in "/".
+func (s *Server) APIURL() string { return s.URL + "/api/" }
+
+// Close drops every socket and stops the server.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	conns := slices.Clone(s.conns)
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+	s.http.CloseClientConnections()
+	s.http.Close()
+}
+
+// SetUpdatesPerMinute changes the chat.update budget (0 = unlimited).
+func (s *Server) SetUpdatesPerMinute(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.UpdatesPerMinute = n
+}
+
+// Fail scripts the next calls of method (e.g. "chat.update") to answer
+// with faults, one per call, in order.
+func (s *Server) Fail(method string, faults ...Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults[method] = append(s.faults[method], faults...)
+}
+
+// Calls returns the recorded calls of method, or of every method when
+// method is empty, in arrival order.
+func (s *Server) Calls(method string) []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Call
+	for _, c := range s.calls {
+		if method == "" || c.Method == method {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Count returns how many calls of method got status (0: any status).
+func (s *Server) Count(method string, status int) int {
+	n := 0
+	for _, c := range s.Calls(method) {
+		if status == 0 || c.Status == status {
+			n++
+		}
+	}
+	return n
+}
+
+// Messages returns copies of the messages of channel (all channels when
+// empty), in posting order.
+func (s *Server) Messages(channel string) []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Message
+	for _, m := range s.msgs {
+		if channel == "" || m.Channel == channel {
+			c := *m
+			c.Reactions = slices.Clone(m.Reactions)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// BotMessages returns the bot's messages in channel, in posting order.
+func (s *Server) BotMessages(channel string) []Message {
+	var out []Message
+	for _, m := range s.Messages(channel) {
+		if m.BotID == BotID {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Message returns the message channel/ts.
+func (s *Server) Message(channel, ts string) (Message, bool) {
+	for _, m := range s.Messages(channel) {
+		if m.TS == ts {
+			return m, true
+		}
+	}
+	return Message{}, false
+}
+
+// WaitFor waits until cond holds, re-checking it after every change the
+// fake sees (a call, an ack, a connection), and reports whether it held
+// before timeout. cond may call the Server's methods.
+func (s *Server) WaitFor(timeout time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
+		if cond() {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return cond()
+		}
+	}
+}
+
+// notifyLocked wakes WaitFor; s.mu is held.
+func (s *Server) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// nextTSLocked returns a fresh, increasing message timestamp.
+func (s *Server) nextTSLocked() string {
+	s.seq++
+	return fmt.Sprintf("%d.%06d", 1700000000+s.seq, s.seq)
+}
+
+// nextIDLocked returns a fresh id with prefix.
+func (s *Server) nextIDLocked(prefix string) string {
+	s.seq++
+	return fmt.Sprintf("%s%06d", prefix, s.seq)
+}
+
+func (s *Server) findLocked(channel, ts string) *Message {
+	for _, m := range s.msgs {
+		if m.Channel == channel && m.TS == ts {
+			return m
+		}
+	}
+	return nil
+}

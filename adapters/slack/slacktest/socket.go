@@ -1,0 +1,276 @@
+package slacktest
+
+import (
+	"encoding/json"
+	"errors"
+	"maps"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// ErrNoSocket is returned when an event is pushed while no client is
+// connected.
+var ErrNoSocket = errors.New("slacktest: no socket mode connection")
+
+// Event is an Events API event a user causes.
+type Event struct {
+	Type        string // "app_mention" (default) or "message"
+	User        string
+	Channel     string
+	ChannelType string // "channel" (default), "im", "group"
+	Text        string
+	TS          string // assigned when empty
+	ThreadTS    string
+	SubType     string // "message_changed", "bot_message", ...
+	BotID       string
+	Files       []map[string]any // from AddFile
+	Extra       map[string]any   // merged into the event as is
+}
+
+// Delivery is one pushed envelope.
+type Delivery struct {
+	EnvelopeID   string
+	EventID      string // empty for slash commands
+	TS           string // the message's ts
+	RetryAttempt int
+	kind         string
+	payload      map[string]any
+}
+
+// Ack is a client's acknowledgement of an envelope.
+type Ack struct {
+	EnvelopeID string          `json:"envelope_id"`
+	Payload    json.RawMessage `json:"payload"`
+	At         time.Time       `json:"-"`
+}
+
+type wsConn struct {
+	c    *websocket.Conn
+	wmu  sync.Mutex
+	once sync.Once
+	done chan struct{}
+}
+
+func (c *wsConn) write(v any) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_ = c.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	return c.c.WriteJSON(v)
+}
+
+func (c *wsConn) close() {
+	c.once.Do(func() {
+		close(c.done)
+		_ = c.c.Close()
+	})
+}
+
+var upgrader = websocket.Upgrader{
+	// slack-go sends Origin: https://api.slack.com.
+	CheckOrigin: func(*http.Request) bool { return true },
+}
+
+// serveSocket accepts a Socket Mode connection for a ticket handed out by
+// apps.connections.open, says hello, pings, and records acks.
+func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
+	ticket := r.URL.Query().Get("ticket")
+	s.mu.Lock()
+	ok := s.tickets[ticket] && !s.closed
+	delete(s.tickets, ticket)
+	s.mu.Unlock()
+	if !ok {
+		http.Error(w, "bad ticket", http.StatusUnauthorized)
+		return
+	}
+	c, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	conn := &wsConn{c: c, done: make(chan struct{})}
+	s.mu.Lock()
+	s.conns = append(s.conns, conn)
+	s.connects++
+	n := len(s.conns)
+	s.mu.Unlock()
+	defer func() {
+		conn.close()
+		s.mu.Lock()
+		s.conns = slices.DeleteFunc(s.conns, func(x *wsConn) bool { return x == conn })
+		s.notifyLocked()
+		s.mu.Unlock()
+	}()
+
+	hello := map[string]any{"type": "hello", "num_connections": n,
+		"debug_info": map[string]any{"host": "slacktest"}, "connection_info": map[string]any{"app_id": AppID}}
+	if conn.write(hello) != nil {
+		return
+	}
+	s.mu.Lock()
+	s.notifyLocked()
+	s.mu.Unlock()
+
+	go func() {
+		t := time.NewTicker(s.opts.PingInterval)
+		defer t.Stop()
+		for {
+			if c.WriteControl(websocket.PingMessage, []byte("ping"), time.Now().Add(5*time.Second)) != nil {
+				return
+			}
+			select {
+			case <-conn.done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+
+	for {
+		var ack Ack
+		if err := c.ReadJSON(&ack); err != nil {
+			return
+		}
+		ack.At = time.Now()
+		s.mu.Lock()
+		if _, dup := s.acks[ack.EnvelopeID]; !dup {
+			s.acks[ack.EnvelopeID] = ack
+		}
+		s.notifyLocked()
+		s.mu.Unlock()
+	}
+}
+
+// Connects returns how many Socket Mode connections were opened so far.
+func (s *Server) Connects() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.connects
+}
+
+// Open returns how many Socket Mode connections are open now.
+func (s *Server) Open() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// Acked returns the client's ack of envelopeID, if it came.
+func (s *Server) Acked(envelopeID string) (Ack, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.acks[envelopeID]
+	return a, ok
+}
+
+// RequestDisconnect sends Slack's "disconnect" request on every open
+// socket, as Slack does before it recycles a connection, then closes them.
+func (s *Server) RequestDisconnect() {
+	for _, c := range s.openConns() {
+		_ = c.write(map[string]any{"type": "disconnect", "reason": "refresh_requested",
+			"debug_info": map[string]any{"host": "slacktest"}})
+		c.close()
+	}
+}
+
+// DropSockets closes every open socket abruptly, as a network failure would.
+func (s *Server) DropSockets() {
+	for _, c := range s.openConns() {
+		c.close()
+	}
+}
+
+func (s *Server) openConns() []*wsConn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.conns)
+}
+
+// Deliver pushes ev as an events_api envelope on the newest socket with a
+// fresh event_id. A message without a subtype is also stored in its
+// channel, so that the bot can react to it and read its thread.
+func (s *Server) Deliver(ev Event) (Delivery, error) {
+	if ev.Type == "" {
+		ev.Type = "app_mention"
+	}
+	if ev.ChannelType == "" {
+		ev.ChannelType = "channel"
+	}
+	s.mu.Lock()
+	if ev.TS == "" {
+		ev.TS = s.nextTSLocked()
+	}
+	if ev.SubType == "" && s.findLocked(ev.Channel, ev.TS) == nil {
+		s.msgs = append(s.msgs, &Message{Channel: ev.Channel, TS: ev.TS, ThreadTS: ev.ThreadTS,
+			User: ev.User, BotID: ev.BotID, Text: ev.Text})
+	}
+	eventID := s.nextIDLocked("Ev")
+	s.mu.Unlock()
+
+	inner := map[string]any{"type": ev.Type, "user": ev.User, "channel": ev.Channel, "text": ev.Text,
+		"ts": ev.TS, "event_ts": ev.TS}
+	if ev.Type == "message" {
+		inner["channel_type"] = ev.ChannelType
+	}
+	for k, v := range map[string]string{"thread_ts": ev.ThreadTS, "subtype": ev.SubType, "bot_id": ev.BotID} {
+		if v != "" {
+			inner[k] = v
+		}
+	}
+	if len(ev.Files) > 0 {
+		inner["files"] = ev.Files
+		inner["upload"] = true
+	}
+	maps.Copy(inner, ev.Extra)
+	payload := map[string]any{"token": "verification", "team_id": TeamID, "api_app_id": AppID,
+		"type": "event_callback", "event_id": eventID, "event_time": time.Now().Unix(),
+		"event": inner, "authorizations": []map[string]any{{"team_id": TeamID, "user_id": BotUserID, "is_bot": true}}}
+	return s.push(Delivery{EventID: eventID, TS: ev.TS, kind: "events_api", payload: payload})
+}
+
+// Redeliver pushes d's event again in a new envelope with retry_attempt
+// one higher, as Slack does when an ack is late.
+func (s *Server) Redeliver(d Delivery) (Delivery, error) {
+	d.RetryAttempt++
+	return s.push(d)
+}
+
+// SlashCommand pushes a slash_commands envelope, as when user types
+// "command text" (e.g. "/golem", "stop") in channel.
+func (s *Server) SlashCommand(user, channel, command, text string) (Delivery, error) {
+	s.mu.Lock()
+	trigger := s.nextIDLocked("Tr")
+	s.mu.Unlock()
+	payload := map[string]any{"token": "verification", "team_id": TeamID, "team_domain": "fake",
+		"channel_id": channel, "channel_name": channel, "user_id": user, "user_name": user,
+		"command": command, "text": text, "api_app_id": AppID, "trigger_id": trigger,
+		"response_url": s.URL + "/commands/" + trigger}
+	return s.push(Delivery{kind: "slash_commands", payload: payload})
+}
+
+func (s *Server) push(d Delivery) (Delivery, error) {
+	s.mu.Lock()
+	d.EnvelopeID = s.nextIDLocked("env-")
+	var c *wsConn
+	if len(s.conns) > 0 {
+		c = s.conns[len(s.conns)-1]
+	}
+	s.mu.Unlock()
+	if c == nil {
+		return d, ErrNoSocket
+	}
+	env := map[string]any{"envelope_id": d.EnvelopeID, "type": d.kind, "payload": d.payload,
+		"accepts_response_payload": d.kind != "events_api"}
+	if d.kind == "events_api" {
+		env["retry_attempt"] = d.RetryAttempt
+		if d.RetryAttempt > 0 {
+			env["retry_reason"] = "timeout"
+		}
+	}
+	if err := c.write(env); err != nil {
+		return d, errors.Join(ErrNoSocket, err)
+	}
+	return d, nil
+}
