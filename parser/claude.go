@@ -24,6 +24,10 @@ import (
 //   - result: is_error true becomes Error (message: the result text, else
 //     errors[] joined with "; "), whatever the subtype says; otherwise Done.
 //
+// An assistant line with a top-level "error" (Claude Code's synthetic
+// "API Error: ..." message) is not answer text either: the is_error result
+// that follows carries the same message as the run's Error.
+//
 // Text and tool activity of subagents (lines whose parent_tool_use_id is
 // set) is not the answer: their text is dropped, their tool calls and
 // results are kept.
@@ -236,7 +240,7 @@ func (p *ClaudeCode) assistant(l *claudeLine) []Event {
 		b := readBlock(&r)
 		switch string(b.typ) {
 		case "text":
-			if l.subagent {
+			if l.subagent || l.errorText != "" {
 				continue
 			}
 			text := b.text()

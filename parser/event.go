@@ -7,6 +7,7 @@ package parser
 import (
 	"encoding/json"
 	"strconv"
+	"unicode/utf8"
 )
 
 // Type names the kind of a normalized event. The strings are the "type"
@@ -63,7 +64,7 @@ func (e Event) Terminal() bool { return e.Type == Done || e.Type == Error }
 func (e Event) MarshalJSON() ([]byte, error) {
 	b := make([]byte, 0, 64+len(e.Content)+len(e.Message)+len(e.Args))
 	b = append(b, `{"type":`...)
-	b = strconv.AppendQuote(b, string(e.Type))
+	b = appendJSONString(b, string(e.Type))
 	str := func(key, v string) {
 		b = append(b, `,"`...)
 		b = append(b, key...)
@@ -114,11 +115,57 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// appendJSONString appends s as a JSON string with encoding/json's escaping
-// (invalid UTF-8 becomes U+FFFD; <, > and & are escaped, which is still JSON).
+// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes
+// U+FFFD as with encoding/json; unlike encoding/json it leaves <, > and &
+// as they are, so `bot events` prints readable text. U+2028 and U+2029 are
+// escaped, so the output is also valid JavaScript.
 func appendJSONString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string always marshals
-	return append(b, q...)
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, "\\ufffd"...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // Parser turns one stdout line (without its trailing newline) into zero or
