@@ -43,7 +43,7 @@ func decodeConversation(key string, raw []byte) (Conversation, error) {
 // Key set when nothing is.
 func (s *Store) Conversation(key string) (Conversation, error) {
 	c := Conversation{Key: key}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		raw := tx.Bucket(bucketConversations).Get([]byte(key))
 		if raw == nil {
 			return nil
@@ -72,7 +72,7 @@ func (s *Store) SaveConversation(c Conversation) error {
 	if err != nil {
 		return wrap("save conversation", err)
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketConversations).Put([]byte(c.Key), raw)
 	})
 	if err != nil {
@@ -85,7 +85,7 @@ func (s *Store) SaveConversation(c Conversation) error {
 // agent session; the engine and model chosen for the conversation stay. A
 // key with nothing stored is left alone.
 func (s *Store) ClearSession(key string) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketConversations)
 		raw := b.Get([]byte(key))
 		if raw == nil {

@@ -52,12 +52,15 @@ func open(path string, o options) (*Store, error) {
 
 // openBolt opens the bbolt file and turns bbolt's failures, including the
 // panics it raises on some damaged files, into our errors. On failure the
-// file is closed, so its lock is not left behind.
+// file is unlocked and closed, so a later Open reports the damage again
+// rather than ErrLocked. (After a panic bbolt's memory map of the file
+// cannot be reached and stays mapped until the process exits.)
 func openBolt(path string, timeout time.Duration) (db *bolt.DB, err error) {
 	var file *os.File
 	defer func() {
 		if r := recover(); r != nil {
 			if file != nil {
+				unlock(file)
 				_ = file.Close()
 			}
 			db, err = nil, fmt.Errorf("store: open %s: %w (bbolt: %v)", path, ErrCorrupt, r)
@@ -87,17 +90,12 @@ func openBolt(path string, timeout time.Duration) (db *bolt.DB, err error) {
 // prepare checks the schema, migrates it when it is older than this code
 // and drops expired seen ids. A file that needs neither costs one read
 // transaction and no write.
-func (s *Store) prepare(table []migration) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("store: open %s: %w (bbolt: %v)", s.path, ErrCorrupt, r)
-		}
-	}()
+func (s *Store) prepare(table []migration) error {
 	want := uint64(len(table))
 	var have uint64
 	var expired bool
 	now := s.now().UnixNano()
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		var err error
 		if have, err = schemaVersion(tx, want); err != nil {
 			return err
@@ -109,7 +107,7 @@ func (s *Store) prepare(table []migration) (err error) {
 		return fmt.Errorf("store: open %s: %w", s.path, err)
 	}
 	if have < want {
-		err := s.db.Update(func(tx *bolt.Tx) error { return migrate(tx, table, want) })
+		err := s.update(func(tx *bolt.Tx) error { return migrate(tx, table, want) })
 		if err != nil {
 			return fmt.Errorf("store: open %s: %w", s.path, err)
 		}
@@ -135,7 +133,7 @@ func (s *Store) pruneAll(now int64) (int, error) {
 	total := 0
 	for {
 		var n int
-		err := s.db.Update(func(tx *bolt.Tx) error {
+		err := s.update(func(tx *bolt.Tx) error {
 			var err error
 			n, err = pruneSeen(tx, now, chunk)
 			return err
@@ -153,4 +151,24 @@ func (s *Store) pruneAll(now int64) (int, error) {
 // wrap names the operation in an error from bbolt.
 func wrap(op string, err error) error {
 	return fmt.Errorf("store: %s: %w", op, err)
+}
+
+// view and update run fn in a bbolt read or write transaction. bbolt
+// panics on some damaged pages; they turn that into an error wrapping
+// ErrCorrupt (bbolt rolls the transaction back on the way), so a damaged
+// file fails the call instead of the daemon.
+func (s *Store) view(fn func(tx *bolt.Tx) error) (err error) {
+	defer s.recoverCorrupt(&err)
+	return s.db.View(fn)
+}
+
+func (s *Store) update(fn func(tx *bolt.Tx) error) (err error) {
+	defer s.recoverCorrupt(&err)
+	return s.db.Update(fn)
+}
+
+func (s *Store) recoverCorrupt(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w (bbolt: %v)", ErrCorrupt, r)
+	}
 }

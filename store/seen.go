@@ -31,7 +31,7 @@ func (s *Store) MarkSeen(id string, ttl time.Duration) (bool, error) {
 	now := s.now()
 	expiry := now.Add(ttl).UnixNano()
 	var first bool
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		first = false
 		// Pruning first also drops this id if it has expired.
 		if _, err := pruneSeen(tx, now.UnixNano(), prunePerMark); err != nil {

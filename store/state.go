@@ -12,7 +12,7 @@ import (
 // ("telegram.offset"); Load and Save make *Store a core.StateStore.
 func (s *Store) Load(key string) ([]byte, error) {
 	var v []byte
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		if raw := tx.Bucket(bucketState).Get([]byte(key)); raw != nil {
 			v = bytes.Clone(raw)
 		}
@@ -31,7 +31,7 @@ func (s *Store) Save(key string, value []byte) error {
 	if key == "" {
 		return errors.New("store: save: empty key")
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketState)
 		if value == nil {
 			return b.Delete([]byte(key))

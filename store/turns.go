@@ -20,7 +20,7 @@ func (s *Store) BeginTurn(t InFlight) error {
 	if err != nil {
 		return wrap("begin turn", err)
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketTurns).Put([]byte(t.ID), raw)
 	})
 	if err != nil {
@@ -35,7 +35,7 @@ func (s *Store) EndTurn(id string) error {
 	if id == "" {
 		return errors.New("store: end turn: empty id")
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketTurns).Delete([]byte(id))
 	})
 	if err != nil {
@@ -49,7 +49,7 @@ func (s *Store) EndTurn(id string) error {
 // interrupted.
 func (s *Store) InFlightTurns() ([]InFlight, error) {
 	var turns []InFlight
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketTurns).ForEach(func(k, v []byte) error {
 			var t InFlight
 			if err := json.Unmarshal(v, &t); err != nil {
