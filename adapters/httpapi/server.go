@@ -1,0 +1,275 @@
+// Package httpapi is golem's local HTTP adapter: a JSON API that answers
+// with Server-Sent Events and a small embedded web chat page that uses it.
+//
+//	POST /v1/chat  {"conversation":"ID","text":"..."} → text/event-stream,
+//	               one "data: <event JSON>" per normalized event, ending
+//	               after the terminal event (done or error)
+//	GET  /healthz  → 200 "ok"
+//	GET  /         → the web chat page
+//
+// The agent runs with full permissions on the host, so the API is guarded:
+// New refuses a non-loopback listen address without a token; with a token
+// every /v1 call needs "Authorization: Bearer <token>"; without one, /v1
+// answers only requests addressed to a loopback host name (no DNS
+// rebinding) and only JSON bodies from the page's own origin (no
+// cross-site form posts).
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/golem-chat/golem/core"
+)
+
+// Defaults for Options and the server's fixed timeouts.
+const (
+	DefaultMaxBody = 1 << 20 // bytes of a request body
+
+	readHeaderTimeout = 10 * time.Second
+	bodyReadTimeout   = 30 * time.Second
+	writeTimeout      = 30 * time.Second // per write of a stream, not per stream
+	idleTimeout       = 2 * time.Minute
+	heartbeatInterval = 15 * time.Second
+	shutdownGrace     = 10 * time.Second
+)
+
+// ErrInsecureListen is returned by New for a listen address that other
+// machines can reach when no token is configured.
+var ErrInsecureListen = errors.New("httpapi: refusing to listen on a non-loopback address without a token")
+
+// Options configure a Server.
+type Options struct {
+	// Listen is the TCP address to serve on, e.g. "127.0.0.1:8080".
+	// Ignored when Listener is set.
+	Listen string
+	// Listener, when set, is served instead of listening on Listen (a test's
+	// 127.0.0.1:0 listener, an inherited socket). Start closes it.
+	Listener net.Listener
+	// Token, when set, is required as "Authorization: Bearer <token>" on
+	// every /v1 call. It is required for a non-loopback address.
+	Token string
+	// MaxBody bounds a request body in bytes; default DefaultMaxBody.
+	MaxBody int64
+	// ShutdownGrace is how long Start waits, once its context is done, for
+	// open streams to end before closing them; default 10s.
+	ShutdownGrace time.Duration
+	Logger        *slog.Logger
+}
+
+// Server is the HTTP adapter. It implements core.Adapter with platform
+// "http"; replies to its messages go to the requests' event streams, so
+// Send, Edit and SendActivity only see notices with no open request and
+// drop them.
+type Server struct {
+	opts      Options
+	log       *slog.Logger
+	tokenHash [sha256.Size]byte
+	page      []byte // index.html with the auth flag filled in
+	seq       atomic.Uint64
+	streams   atomic.Int64  // open /v1/chat streams
+	heartbeat time.Duration // between keep-alive comments of a quiet stream
+}
+
+var _ core.Adapter = (*Server)(nil)
+
+// New validates opts and returns a server; nothing listens until Start.
+// It fails with ErrInsecureListen for a non-loopback address (including
+// ":8080", every interface) when opts.Token is empty.
+func New(opts Options) (*Server, error) {
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.ShutdownGrace <= 0 {
+		opts.ShutdownGrace = shutdownGrace
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	addr := opts.Listen
+	if opts.Listener != nil {
+		addr = opts.Listener.Addr().String()
+	}
+	if addr == "" {
+		return nil, errors.New("httpapi: no listen address")
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: listen address %q: %w", addr, err)
+	}
+	if opts.Token == "" && !loopbackHost(host) {
+		return nil, fmt.Errorf("%w: %q (set http.token)", ErrInsecureListen, addr)
+	}
+	s := &Server{opts: opts, log: opts.Logger.With("platform", "http"), heartbeat: heartbeatInterval}
+	if opts.Token != "" {
+		s.tokenHash = sha256.Sum256([]byte(opts.Token))
+	}
+	s.page, err = renderPage(opts.Token != "")
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: prepare the web page: %w", err)
+	}
+	return s, nil
+}
+
+// loopbackHost reports whether host (no port) names only this machine:
+// "localhost" or a loopback IP. An empty host means every interface.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// Platform returns "http".
+func (s *Server) Platform() string { return "http" }
+
+// Limits are generous: the streams carry raw events, and core's reply
+// streamer only meets this adapter for notices.
+func (s *Server) Limits() core.Limits {
+	return core.Limits{MaxLen: 1 << 20, Dialect: core.DialectMarkdown}
+}
+
+// Send drops a notice that has no open request to go to (such as "your
+// previous turn was interrupted" after a restart) and returns a zero ref.
+func (s *Server) Send(_ context.Context, to core.Place, text string) (core.MessageRef, error) {
+	s.log.Debug("http: dropping a notice with no open request", "channel", to.Channel, "len", len(text))
+	return core.MessageRef{}, nil
+}
+
+// Edit drops the edit, like Send.
+func (s *Server) Edit(_ context.Context, msg core.MessageRef, text string) error {
+	s.log.Debug("http: dropping an edit with no open request", "channel", msg.Channel, "len", len(text))
+	return nil
+}
+
+// SendActivity drops the activity, like Send.
+func (s *Server) SendActivity(_ context.Context, answer core.MessageRef, text string) error {
+	s.log.Debug("http: dropping activity with no open request", "channel", answer.Channel, "len", len(text))
+	return nil
+}
+
+// Start listens (or takes opts.Listener) and serves until ctx is done, then
+// shuts down gracefully: it stops accepting, waits up to ShutdownGrace for
+// open streams to end and closes what is left. It returns nil after a clean
+// stop and an error when it cannot listen or serving fails. ctx is also the
+// context of every message handed to h, so a turn outlives the request that
+// started it. Call Start once.
+func (s *Server) Start(ctx context.Context, h core.Handler) error {
+	ln := s.opts.Listener
+	if ln == nil {
+		var err error
+		ln, err = net.Listen("tcp", s.opts.Listen)
+		if err != nil {
+			return fmt.Errorf("httpapi: listen on %s: %w", s.opts.Listen, err)
+		}
+	}
+	srv := &http.Server{
+		Handler:           s.routes(ctx, h),
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	s.log.Info("http: serving the API and the web page", "addr", ln.Addr().String(), "token", s.opts.Token != "")
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("httpapi: serve on %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		s.log.Warn("http: streams still open after the grace period; closing them", "err", err)
+		_ = srv.Close()
+	}
+	<-served // http.ErrServerClosed
+	s.log.Info("http: stopped")
+	return nil
+}
+
+// routes builds the handler tree; base is the context handed to h with
+// every message.
+func (s *Server) routes(base context.Context, h core.Handler) http.Handler {
+	api := http.NewServeMux()
+	api.HandleFunc("POST /v1/chat", func(w http.ResponseWriter, r *http.Request) { s.chat(base, h, w, r) })
+	api.HandleFunc("/v1/chat", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, "use POST")
+	})
+	api.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such API route")
+	})
+
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", s.guard(api))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok"))
+	})
+	s.pageRoutes(mux)
+	return mux
+}
+
+// guard admits a /v1 request: the bearer token when one is configured;
+// otherwise a loopback Host header. In both cases a browser request must
+// come from the page's own origin.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r.Host) {
+			writeError(w, http.StatusForbidden, "cross-origin requests are not allowed")
+			return
+		}
+		if s.opts.Token != "" {
+			if !s.authorized(r.Header.Get("Authorization")) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="golem"`)
+				writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+				return
+			}
+		} else if !loopbackHost(hostOnly(r.Host)) {
+			writeError(w, http.StatusForbidden, "without a token the API answers only requests to localhost")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authorized compares the bearer token in constant time (over hashes, so
+// the token's length does not leak either).
+func (s *Server) authorized(header string) bool {
+	const prefix = "Bearer "
+	if len(header) < len(prefix) || !strings.EqualFold(header[:len(prefix)], prefix) {
+		return false
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(header[len(prefix):])))
+	return subtle.ConstantTimeCompare(got[:], s.tokenHash[:]) == 1
+}
+
+// sameOrigin reports whether a browser's Origin header names host (the
+// request's Host header, with its port).
+func sameOrigin(origin, host string) bool {
+	rest, ok := strings.CutPrefix(origin, "http://")
+	if !ok {
+		rest, ok = strings.CutPrefix(origin, "https://")
+	}
+	return ok && strings.EqualFold(rest, host)
+}
+
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return hostport
+}
