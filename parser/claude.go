@@ -1,7 +1,6 @@
 package parser
 
 import (
-	"strconv"
 	"strings"
 )
 
@@ -10,9 +9,9 @@ import (
 //
 // Line types and what they become:
 //
-//   - system (init, api_retry, status, thinking_tokens, ...): never terminal.
-//     init's session_id is remembered for a result that lacks one;
-//     api_retry becomes a Warning.
+//   - system (init, api_retry, status, thinking_tokens, ...): never terminal
+//     and no events; init's session_id is remembered for a result that
+//     lacks one.
 //   - stream_event (--include-partial-messages): text deltas of the raw API
 //     stream become Text at once; everything else in them is ignored.
 //   - assistant: one content block per line in practice, several handled.
@@ -61,19 +60,16 @@ func NewClaudeCode() Parser { return &ClaudeCode{} }
 // claudeLine holds the top-level fields of one line that the parser reads.
 // The byte slices alias the line.
 type claudeLine struct {
-	typ, subtype    []byte
-	message, event  []byte // raw objects
-	sessionID       string
-	subagent        bool // parent_tool_use_id is a non-empty string
-	isError         bool
-	result          string
-	errors          []byte // raw array
-	durationMS      []byte // raw numbers
-	cost, numTurns  []byte
-	attempt, maxTry []byte // system/api_retry
-	retryDelayMS    []byte
-	errorStatus     []byte
-	errorText       string
+	typ, subtype   []byte
+	message, event []byte // raw objects
+	sessionID      string
+	subagent       bool // parent_tool_use_id is a non-empty string
+	isError        bool
+	result         string
+	errors         []byte // raw array
+	durationMS     []byte // raw numbers
+	cost, numTurns []byte
+	errorText      string
 }
 
 // Parse implements Parser. The returned slice is the caller's.
@@ -113,14 +109,6 @@ func (p *ClaudeCode) Parse(line []byte) []Event {
 			l.cost = r.number()
 		case "num_turns":
 			l.numTurns = r.number()
-		case "attempt":
-			l.attempt = r.number()
-		case "max_retries":
-			l.maxTry = r.number()
-		case "retry_delay_ms":
-			l.retryDelayMS = r.number()
-		case "error_status":
-			l.errorStatus = r.number()
 		case "error":
 			l.errorText, _ = r.str()
 		default:
@@ -146,39 +134,10 @@ func (p *ClaudeCode) Parse(line []byte) []Event {
 }
 
 func (p *ClaudeCode) system(l *claudeLine) []Event {
-	switch string(l.subtype) {
-	case "init":
-		if l.sessionID != "" {
-			p.sessionID = l.sessionID
-		}
-	case "api_retry":
-		return []Event{{Type: Warning, Message: retryMessage(l)}}
+	if string(l.subtype) == "init" && l.sessionID != "" {
+		p.sessionID = l.sessionID
 	}
 	return nil
-}
-
-// retryMessage says that the model API failed and is being retried, with
-// whatever details the line carries, e.g. "the model API failed (HTTP 529);
-// retrying, attempt 1 of 2, in 0.5 s".
-func retryMessage(l *claudeLine) string {
-	var b strings.Builder
-	b.WriteString("the model API failed")
-	if n, ok := parseInt(l.errorStatus); ok {
-		b.WriteString(" (HTTP " + strconv.FormatInt(n, 10) + ")")
-	} else if l.errorText != "" {
-		b.WriteString(" (" + l.errorText + ")")
-	}
-	b.WriteString("; retrying")
-	if a, ok := parseInt(l.attempt); ok {
-		b.WriteString(", attempt " + strconv.FormatInt(a, 10))
-		if m, ok := parseInt(l.maxTry); ok {
-			b.WriteString(" of " + strconv.FormatInt(m, 10))
-		}
-	}
-	if d, ok := parseInt(l.retryDelayMS); ok && d > 0 {
-		b.WriteString(", in " + strconv.FormatFloat(float64(d)/1000, 'f', -1, 64) + " s")
-	}
-	return b.String()
 }
 
 func (p *ClaudeCode) result(l *claudeLine) Event {
