@@ -3,13 +3,80 @@
 //
 // An engine knows its CLI's flags, environment, skill layout and resume
 // behaviour; it knows nothing of chat platforms.
+//
+// Each run is one process in a process group of its own. Its stdout is read
+// as a byte stream split on '\n' (lines of any length, a last line without
+// newline included) and parsed by the engine's parser.Parser through a
+// parser.Guard; its stderr is kept in a small ring (the last 20 lines,
+// at most 8 KiB) to explain a crash. Whatever the process does, the run's
+// events end with exactly one terminal event:
+//
+//   - the CLI's own done or error (a non-zero exit after a done is still done);
+//   - "the agent ended without a result: exit code N; stderr: ..." when the
+//     process ends without one;
+//   - "stopped" when ctx is cancelled, "timed out" when its deadline passes
+//     (or its cancel cause wraps context.DeadlineExceeded). The whole group
+//     gets SIGTERM, then SIGKILL after two seconds.
+//
+// Resume fallback: when a turn with a SessionID fails with an error that
+// mentions "resume" or "session" before any answer text, the run emits a
+// warning with SessionReset set and retries once, in the same Run, without
+// --resume; the new session id arrives with done.
+//
+// Attached files (Turn.Files) are named to the agent by a last line
+// appended to the prompt: "Attached files: /abs/a.png, /abs/b.txt". A
+// prompt that starts with "-" gets a leading space so that the CLI does not
+// take it for a flag.
 package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 
 	"github.com/golem-chat/golem/parser"
 )
+
+// ErrNotInstalled is wrapped by Lookup and Run when an engine's CLI cannot
+// be found; the error's text says how to install it.
+var ErrNotInstalled = errors.New("agent CLI not installed")
+
+// Config configures an engine; the zero value runs the CLI found on PATH
+// (or in ~/.local/bin) with the environment inherited.
+type Config struct {
+	// Command is the CLI to run: a path, or a name looked up in PATH and
+	// then ~/.local/bin. Empty means "claude" (Claude Code) or "agent"
+	// (Cursor).
+	Command string
+	// Args are extra arguments appended after the engine's own.
+	Args []string
+	// Env holds extra variables for the child's environment, on top of the
+	// inherited one.
+	Env map[string]string
+	// APIKey is the key used when Turn.APIKey is empty. With no key at all
+	// the child inherits the environment as it is.
+	APIKey string
+	// SkillsDir holds one folder per skill (SKILL.md inside); they are
+	// linked into the workdir before each run. Empty: no skill injection.
+	SkillsDir string
+	// NoPartialMessages drops Claude Code's --include-partial-messages (on
+	// by default so that a long text block streams while it is written).
+	NoPartialMessages bool
+	// Logger receives structured logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// New returns the engine with config name name: "claude-code" or "cursor".
+func New(name string, cfg Config) (Engine, error) {
+	switch name {
+	case parser.EngineClaudeCode:
+		return NewClaudeCode(cfg), nil
+	case parser.EngineCursor:
+		return NewCursor(cfg), nil
+	}
+	return nil, fmt.Errorf("engine: unknown engine %q (want %q or %q)", name, parser.EngineClaudeCode, parser.EngineCursor)
+}
 
 // Turn is one prompt for an agent.
 type Turn struct {
@@ -32,6 +99,10 @@ type Engine interface {
 	// whole process group and ends the run with the error "stopped"; a
 	// deadline on ctx ends it with "timed out".
 	Run(ctx context.Context, t Turn) (*Run, error)
+	// Lookup returns the path of the CLI that Run would start, or an error
+	// wrapping ErrNotInstalled that says how to install it. Run looks the
+	// CLI up each time, so one installed later works without a restart.
+	Lookup() (string, error)
 }
 
 // Run is one agent invocation in progress. It is two-way: a later version
@@ -51,6 +122,9 @@ type PermissionAnswer struct {
 // Events delivers the run's events in order. It is closed right after the
 // single terminal event (parser.Done or parser.Error). The caller must
 // drain it (or cancel the context) so the process is not blocked on output.
+// Once ctx is cancelled, events the caller has not read yet may be dropped
+// to make room for the terminal event, which is always delivered; a caller
+// that stops reading after cancelling leaks nothing.
 func (r *Run) Events() <-chan parser.Event { return r.events }
 
 // Respond answers a permission request. Engines that never ask (all of them

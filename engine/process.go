@@ -1,0 +1,335 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/golem-chat/golem/parser"
+)
+
+// killGrace is how long a process group has between SIGTERM and SIGKILL
+// once the run is cancelled, and how long the agent's stdout and stderr may
+// stay open (held by a leftover child) after the agent itself exited.
+const killGrace = 2 * time.Second
+
+// eventBuffer is the capacity of a run's event channel: the reading side
+// can run ahead of a slow consumer by this many events.
+const eventBuffer = 64
+
+// cli is what an engine tells the shared process layer about its CLI.
+type cli struct {
+	name           string // config name, e.g. "claude-code"
+	defaultCommand string // e.g. "claude"
+	installHint    string // how to install the CLI, for ErrNotInstalled
+	skillsSubdir   string // e.g. ".claude/skills"
+	claudeMD       bool   // generate CLAUDE.md listing the skills
+	cfg            Config
+	log            *slog.Logger
+	// args returns the CLI's arguments (without argv[0]) for t, the prompt
+	// already prepared; key is the API key ("" for none).
+	args func(t Turn, prompt, key string) []string
+	// keyEnv returns the environment variables that carry key.
+	keyEnv    func(key string) []string
+	newParser func() parser.Parser
+}
+
+func newCLI(c cli) *cli {
+	if c.cfg.Logger == nil {
+		c.cfg.Logger = slog.Default()
+	}
+	c.log = c.cfg.Logger.With("engine", c.name)
+	return &c
+}
+
+// run implements Engine.Run.
+func (c *cli) run(ctx context.Context, t Turn) (*Run, error) {
+	path, err := c.lookup()
+	if err != nil {
+		return nil, err
+	}
+	if t.Workdir == "" {
+		return nil, fmt.Errorf("engine %s: run: no working directory", c.name)
+	}
+	if fi, err := os.Stat(t.Workdir); err != nil {
+		return nil, fmt.Errorf("engine %s: run: working directory: %w", c.name, err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("engine %s: run: working directory %s is not a directory", c.name, t.Workdir)
+	}
+	if c.cfg.SkillsDir != "" {
+		if err := injectSkills(t.Workdir, c.cfg.SkillsDir, c.skillsSubdir, c.claudeMD, c.log); err != nil {
+			c.log.Warn("skill injection failed; running without it", "workdir", t.Workdir, "err", err)
+		}
+	}
+	key := t.APIKey
+	if key == "" {
+		key = c.cfg.APIKey
+	}
+	p, err := c.start(ctx, path, t, key)
+	if err != nil {
+		return nil, err
+	}
+	r := &Run{events: make(chan parser.Event, eventBuffer), answers: make(chan PermissionAnswer)}
+	go c.loop(ctx, r, path, t, key, p)
+	return r, nil
+}
+
+// loop follows the run's process (and its one resume retry) and ends the
+// run with its terminal event.
+func (c *cli) loop(ctx context.Context, r *Run, path string, t Turn, key string, p *process) {
+	final, texted := c.follow(ctx, r, p)
+	if t.SessionID != "" && final.Type == parser.Error && !texted && ctx.Err() == nil && resumeFailure(final.Message) {
+		c.log.Warn("could not resume session; starting a new one", "session", t.SessionID)
+		warn := parser.Event{Type: parser.Warning, SessionReset: true,
+			Message: fmt.Sprintf("could not resume session %s; starting a new one", t.SessionID)}
+		if r.send(ctx, warn) {
+			t.SessionID = ""
+			if p, err := c.start(ctx, path, t, key); err != nil {
+				final = parser.Event{Type: parser.Error, Message: err.Error()}
+			} else {
+				final, _ = c.follow(ctx, r, p)
+			}
+		}
+	}
+	if ctx.Err() != nil && final.Type != parser.Done {
+		final = parser.Event{Type: parser.Error, Message: stopMessage(ctx)}
+	}
+	r.finish(ctx, final)
+}
+
+// resumeFailure reports whether an error message says the session could
+// not be resumed, as the spec defines it: it mentions "resume" or "session".
+func resumeFailure(msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "resume") || strings.Contains(m, "session")
+}
+
+// stopMessage is the terminal error of a run whose ctx is done.
+func stopMessage(ctx context.Context) string {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		return "timed out"
+	}
+	return "stopped"
+}
+
+// process is one started CLI process.
+type process struct {
+	cmd            *exec.Cmd
+	stdout, stderr *os.File // read ends of the pipes
+	started        time.Time
+	resumed        bool
+}
+
+// start starts the CLI for t in a process group of its own.
+func (c *cli) start(ctx context.Context, path string, t Turn, key string) (*process, error) {
+	cmd := exec.CommandContext(ctx, path, c.args(t, prompt(t), key)...)
+	cmd.Dir = t.Workdir
+	cmd.Env = c.env(key)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return signalGroup(cmd, syscall.SIGTERM) }
+	cmd.WaitDelay = killGrace // then the leader gets SIGKILL; loop kills the rest of the group
+
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("engine %s: start: stdout pipe: %w", c.name, err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("engine %s: start: stderr pipe: %w", c.name, err)
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	err = cmd.Start()
+	outW.Close() // the child holds its own copies
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return nil, fmt.Errorf("engine %s: start %s: %w", c.name, path, err)
+	}
+	c.log.Debug("agent started", "pid", cmd.Process.Pid, "workdir", t.Workdir, "resume", t.SessionID != "")
+	return &process{cmd: cmd, stdout: outR, stderr: errR, started: time.Now(), resumed: t.SessionID != ""}, nil
+}
+
+// follow reads p's output until it ends, sends its non-terminal events to
+// r, and returns its terminal event and whether any answer text was sent.
+func (c *cli) follow(ctx context.Context, r *Run, p *process) (final parser.Event, texted bool) {
+	guard := parser.NewGuard(c.newParser())
+	var parsed *parser.Event
+	stdoutDone := make(chan error, 1)
+	go func() {
+		delivering := true
+		stdoutDone <- parser.ReadLines(p.stdout, func(line []byte) {
+			for _, ev := range guard.Parse(line) {
+				if ev.Terminal() {
+					parsed = &ev
+					continue
+				}
+				if !delivering {
+					continue
+				}
+				if !r.send(ctx, ev) {
+					delivering = false // cancelled: keep draining so the child never blocks
+					continue
+				}
+				texted = texted || ev.Type == parser.Text
+			}
+		})
+	}()
+	tail := newTail(20, 8<<10)
+	stderrDone := make(chan struct{})
+	go func() {
+		io.Copy(tail, p.stderr)
+		close(stderrDone)
+	}()
+
+	waitErr := p.cmd.Wait()
+	if ctx.Err() != nil {
+		signalGroup(p.cmd, syscall.SIGKILL) // children that outlived SIGTERM
+	}
+	drained := make(chan error, 1)
+	go func() {
+		<-stderrDone
+		drained <- <-stdoutDone
+	}()
+	grace := time.NewTimer(killGrace)
+	select {
+	case readErr := <-drained:
+		if ctx.Err() == nil && readErr != nil {
+			c.log.Warn("reading agent output failed", "pid", p.cmd.Process.Pid, "err", readErr)
+		}
+	case <-grace.C:
+		// A leftover child holds the pipes open: end it and stop reading.
+		c.log.Debug("agent exited but its output stayed open; killing its process group", "pid", p.cmd.Process.Pid)
+		signalGroup(p.cmd, syscall.SIGKILL)
+		p.stdout.Close()
+		p.stderr.Close()
+		<-drained
+	}
+	grace.Stop()
+	p.stdout.Close()
+	p.stderr.Close()
+
+	reason := exitReason(p.cmd.ProcessState, waitErr)
+	log := c.log.With("pid", p.cmd.Process.Pid, "exit", reason, "duration_ms", time.Since(p.started).Milliseconds())
+	switch {
+	case parsed != nil:
+		final = *parsed
+	case ctx.Err() != nil:
+		final = parser.Event{Type: parser.Error, Message: stopMessage(ctx)}
+	default:
+		if s := tail.String(); s != "" {
+			reason += "; stderr: " + s
+		}
+		final, _ = guard.Finish(reason)
+	}
+	log.Debug("agent ended", "terminal", final.Type, "stderr", tail.String())
+	return final, texted
+}
+
+// exitReason describes how a process ended: "exit code 3", "killed by
+// signal terminated".
+func exitReason(ps *os.ProcessState, waitErr error) string {
+	if ps == nil {
+		return fmt.Sprint(waitErr)
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "killed by signal " + ws.Signal().String()
+	}
+	return "exit code " + strconv.Itoa(ps.ExitCode())
+}
+
+// signalGroup sends sig to cmd's whole process group.
+func signalGroup(cmd *exec.Cmd, sig syscall.Signal) error {
+	if cmd.Process == nil {
+		return nil
+	}
+	err := syscall.Kill(-cmd.Process.Pid, sig)
+	if errors.Is(err, syscall.ESRCH) {
+		return os.ErrProcessDone
+	}
+	return err
+}
+
+// send delivers a non-terminal event unless ctx is done first; it reports
+// whether the event was delivered.
+func (r *Run) send(ctx context.Context, ev parser.Event) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	select {
+	case r.events <- ev:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// finish delivers the terminal event and closes the channel. Before ctx is
+// done it waits for the consumer; after, it never blocks: it drops unread
+// events to make room, so a consumer that stopped reading leaks nothing
+// and one that still reads gets the terminal event.
+func (r *Run) finish(ctx context.Context, ev parser.Event) {
+	defer close(r.events)
+	select {
+	case r.events <- ev:
+		return
+	case <-ctx.Done():
+	}
+	for {
+		select {
+		case r.events <- ev:
+			return
+		default:
+			select {
+			case <-r.events:
+			default:
+			}
+		}
+	}
+}
+
+// env returns the child's environment: the inherited one plus cfg.Env and
+// the key's variables, without CLAUDECODE (set inside a Claude Code
+// session, it would make a nested claude refuse to start).
+func (c *cli) env(key string) []string {
+	env := os.Environ()
+	for k, v := range c.cfg.Env {
+		env = append(env, k+"="+v)
+	}
+	if key != "" {
+		env = append(env, c.keyEnv(key)...)
+	}
+	out := env[:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "CLAUDECODE=") {
+			out = append(out, kv)
+		}
+	}
+	return out // duplicates: exec uses the last value of a key
+}
+
+// prompt returns t's prompt as the CLI gets it: attached files named on a
+// last line, and a leading space when it would look like a flag.
+func prompt(t Turn) string {
+	p := t.Prompt
+	if len(t.Files) > 0 {
+		if p != "" {
+			p += "\n\n"
+		}
+		p += "Attached files: " + strings.Join(t.Files, ", ")
+	}
+	if strings.HasPrefix(p, "-") {
+		p = " " + p
+	}
+	return p
+}
