@@ -1,0 +1,266 @@
+// Package console is golem's terminal chat, the adapter behind `bot run`:
+// each line read is a message to the agent (or a chat command such as
+// /status or /stop), and the answer is printed as it streams, with tool
+// calls as short lines.
+package console
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/parser"
+)
+
+// Defaults for Options.
+const (
+	DefaultUser         = "console"
+	DefaultConversation = "console"
+	prompt              = "> "
+)
+
+// Options configure a Console.
+type Options struct {
+	// User is the sender of every message (the console is always allowed);
+	// default DefaultUser.
+	User string
+	// Conversation is the channel of every message, so the session carries
+	// over between runs of `bot run`; default DefaultConversation.
+	Conversation string
+}
+
+// Console is the terminal chat. It implements core.Adapter with platform
+// "console": answers to its messages arrive through their sinks; Send,
+// Edit and SendActivity print notices (such as an interrupted turn's).
+type Console struct {
+	in   io.Reader
+	opts Options
+	seq  atomic.Uint64
+
+	mu        sync.Mutex // serializes writes to out
+	out       io.Writer
+	lineStart bool // the cursor is at the start of a line
+}
+
+var _ core.Adapter = (*Console)(nil)
+
+// New returns a console reading lines from in and writing to out.
+func New(in io.Reader, out io.Writer, opts Options) *Console {
+	if opts.User == "" {
+		opts.User = DefaultUser
+	}
+	if opts.Conversation == "" {
+		opts.Conversation = DefaultConversation
+	}
+	return &Console{in: in, out: out, opts: opts, lineStart: true}
+}
+
+// Platform returns "console".
+func (c *Console) Platform() string { return "console" }
+
+// Limits: a terminal has no length limit or edit budget worth naming.
+func (c *Console) Limits() core.Limits {
+	return core.Limits{MaxLen: 1 << 20, Dialect: core.DialectMarkdown}
+}
+
+// Start reads lines and hands each to h as a message, then prints what the
+// message causes until its terminal event before reading on, so answers
+// never interleave with the prompt. It returns nil on "/quit", at the end
+// of the input (after the last answer) or when ctx is done, and an error
+// only when reading fails. A read in progress cannot be interrupted: on
+// cancellation the goroutine reading in stays blocked until the next line
+// or the end of the input.
+func (c *Console) Start(ctx context.Context, h core.Handler) error {
+	type line struct {
+		text string
+		err  error
+	}
+	lines := make(chan line)
+	go func() {
+		defer close(lines)
+		r := bufio.NewReader(c.in)
+		for {
+			s, err := r.ReadString('\n')
+			if s != "" || err != nil {
+				select {
+				case lines <- line{s, err}:
+				case <-ctx.Done():
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	for {
+		c.write(prompt, false)
+		var l line
+		select {
+		case <-ctx.Done():
+			c.newline()
+			return nil
+		case l = <-lines:
+		}
+		text := strings.TrimSpace(l.text)
+		switch {
+		case text == "/quit" || text == "/exit":
+			return nil
+		case text != "":
+			c.inputEnded()
+			if !c.turn(ctx, h, text) {
+				c.newline()
+				return nil
+			}
+		}
+		if l.err != nil {
+			c.newline()
+			if errors.Is(l.err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("console: read input: %w", l.err)
+		}
+	}
+}
+
+// turn sends one message and prints its events until the terminal one. It
+// reports false when ctx ended first.
+func (c *Console) turn(ctx context.Context, h core.Handler, text string) bool {
+	q := newEventQueue()
+	h.Handle(ctx, core.Message{
+		Platform: "console",
+		Channel:  c.opts.Conversation,
+		// The conversation is also the thread, so that session_scope
+		// "thread" keeps one session per conversation too.
+		Thread:   c.opts.Conversation,
+		ID:       "console-" + strconv.FormatUint(c.seq.Add(1), 10),
+		User:     c.opts.User,
+		UserName: c.opts.User,
+		Text:     text,
+		DM:       true,
+		Sink:     q.push,
+	})
+	for {
+		select {
+		case <-ctx.Done():
+			q.close()
+			return false
+		case <-q.ready:
+		}
+		for _, ev := range q.take() {
+			c.print(ev)
+			if ev.Terminal() {
+				q.close()
+				c.write("\n", false)
+				return true
+			}
+		}
+	}
+}
+
+// print renders one event.
+func (c *Console) print(ev parser.Event) {
+	switch ev.Type {
+	case parser.Text:
+		c.write(ev.Content, false)
+	case parser.ToolCall:
+		c.line(plain(core.ToolLine(ev.Name, ev.Args)))
+	case parser.ToolResult:
+		if ev.IsError {
+			c.line("   ✗ " + firstLine(ev.Content, 120))
+		}
+	case parser.Warning:
+		c.line("⚠️  " + ev.Message)
+	case parser.Done:
+		c.newline()
+	case parser.Error:
+		switch ev.Message {
+		case "stopped":
+			c.line("⏹️  stopped")
+		case "timed out":
+			c.line("⏱️  timed out; the agent was stopped")
+		default:
+			c.line("❌ error: " + ev.Message)
+		}
+	}
+}
+
+// Send prints a notice that is not part of an answer (an interrupted
+// turn's, for example) on its own line.
+func (c *Console) Send(_ context.Context, to core.Place, text string) (core.MessageRef, error) {
+	c.line("ℹ️  " + strings.TrimRight(text, "\n"))
+	return core.MessageRef{Channel: to.Channel, Thread: to.Thread, ID: "notice-" + strconv.FormatUint(c.seq.Add(1), 10)}, nil
+}
+
+// Edit prints the new text of a notice again; a terminal cannot edit.
+func (c *Console) Edit(ctx context.Context, msg core.MessageRef, text string) error {
+	_, err := c.Send(ctx, core.Place{Channel: msg.Channel, Thread: msg.Thread}, text)
+	return err
+}
+
+// SendActivity prints tool activity lines.
+func (c *Console) SendActivity(_ context.Context, _ core.MessageRef, text string) error {
+	c.line(plain(strings.TrimRight(text, "\n")))
+	return nil
+}
+
+// write prints s; with own it first ends a started line.
+func (c *Console) write(s string, own bool) {
+	if s == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if own && !c.lineStart {
+		s = "\n" + s
+	}
+	_, _ = io.WriteString(c.out, s)
+	c.lineStart = strings.HasSuffix(s, "\n")
+}
+
+// inputEnded notes that the user's Enter (echoed by the terminal) ended
+// the prompt's line.
+func (c *Console) inputEnded() {
+	c.mu.Lock()
+	c.lineStart = true
+	c.mu.Unlock()
+}
+
+// line prints s as a line of its own.
+func (c *Console) line(s string) { c.write(s+"\n", true) }
+
+// newline ends a started line.
+func (c *Console) newline() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.lineStart {
+		_, _ = io.WriteString(c.out, "\n")
+		c.lineStart = true
+	}
+}
+
+var markdownMarks = strings.NewReplacer("**", "", "`", "")
+
+// plain drops the bold and code marks core puts in tool lines.
+func plain(markdown string) string { return markdownMarks.Replace(markdown) }
+
+// firstLine returns s's first non-empty line, cut to max runes.
+func firstLine(s string, max int) string {
+	for l := range strings.SplitSeq(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			if r := []rune(l); len(r) > max {
+				return string(r[:max-1]) + "…"
+			}
+			return l
+		}
+	}
+	return "the tool failed"
+}
