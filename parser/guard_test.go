@@ -1,0 +1,77 @@
+package parser
+
+import "testing"
+
+// scripted is a Parser that returns fixed events per line index, to drive
+// the Guard through the cases real parsers rarely produce (two terminal
+// events in one line).
+type scripted [][]Event
+
+func (s *scripted) Parse([]byte) []Event {
+	if len(*s) == 0 {
+		return nil
+	}
+	e := (*s)[0]
+	*s = (*s)[1:]
+	return e
+}
+
+func TestGuard(t *testing.T) {
+	text := Event{Type: Text, Content: "t"}
+	done := Event{Type: Done, SessionID: "s"}
+	fail := Event{Type: Error, Message: "e"}
+	cases := []struct {
+		name   string
+		lines  [][]Event
+		reason string
+		want   []Event
+	}{
+		{"done ends the run", [][]Event{{text}, {done}, {text}}, "", []Event{text, done}},
+		{"events after the terminal one in the same line are dropped", [][]Event{{text, fail, text, done}}, "", []Event{text, fail}},
+		{"no terminal event: Finish adds the error", [][]Event{{text}, nil}, "exit status 1",
+			[]Event{text, {Type: Error, Message: "the agent ended without a result: exit status 1"}}},
+		{"no reason", nil, "", []Event{{Type: Error, Message: "the agent ended without a result"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := scripted(c.lines)
+			g := NewGuard(&s)
+			var got []Event
+			for range len(c.lines) + 1 {
+				got = append(got, g.Parse(nil)...)
+			}
+			if e, ok := g.Finish(c.reason); ok {
+				got = append(got, e)
+			}
+			if !g.Ended() {
+				t.Error("Ended is false after Finish")
+			}
+			if _, ok := g.Finish("again"); ok {
+				t.Error("a second Finish returned an event")
+			}
+			if _, ok := g.Abort("stopped"); ok {
+				t.Error("Abort after the end returned an event")
+			}
+			if len(got) != len(c.want) {
+				t.Fatalf("got %+v, want %+v", got, c.want)
+			}
+			for i := range got {
+				if got[i].Type != c.want[i].Type || got[i].Message != c.want[i].Message || got[i].Content != c.want[i].Content {
+					t.Errorf("event %d: got %+v, want %+v", i, got[i], c.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestGuardAbort(t *testing.T) {
+	g := NewGuard(NewClaudeCode())
+	g.Parse([]byte(`{"type":"assistant","message":{"content":[{"type":"text","text":"x"}]}}`))
+	e, ok := g.Abort("stopped")
+	if !ok || e.Type != Error || e.Message != "stopped" {
+		t.Fatalf("Abort = %+v, %v; want the error \"stopped\"", e, ok)
+	}
+	if ev := g.Parse([]byte(`{"type":"result","is_error":false}`)); ev != nil {
+		t.Errorf("Parse after Abort returned %+v", ev)
+	}
+}
