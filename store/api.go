@@ -5,12 +5,14 @@
 // One process owns the file at a time: a second Open of the same file, in
 // this process or another, fails with an error wrapping ErrLocked after
 // about a second instead of hanging. Every method of *Store is safe for
-// concurrent use by many goroutines; each write is its own durable (fsynced)
-// bbolt transaction.
+// concurrent use by many goroutines. A write returns once it is durable
+// (fsynced); concurrent writes share transactions (group commit), so many
+// goroutines writing at once do not queue for one fsync each.
 package store
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -27,6 +29,9 @@ var ErrCorrupt = errors.New("store: the database file is damaged or is not a gol
 // version this code does not know; opening it could lose data, so Open
 // refuses.
 var ErrSchemaTooNew = errors.New("store: the database file was written by a newer golem")
+
+// ErrClosed is returned by writes to a Store after Close.
+var ErrClosed = errors.New("store: closed")
 
 // Conversation is what the store keeps per conversation key.
 type Conversation struct {
@@ -60,6 +65,12 @@ type Store struct {
 	path string
 	// now is the clock; tests replace it through options.
 	now func() time.Time
+
+	// Writes queue here for the writer goroutine (see update).
+	writes     chan writeReq
+	writerDone chan struct{} // closed when the writer has finished
+	mu         sync.RWMutex  // guards closed and sending on writes
+	closed     bool
 }
 
 // Open opens the store at path, creating the file and its parent folders
@@ -72,9 +83,19 @@ func Open(path string) (*Store, error) {
 	return open(path, defaultOptions())
 }
 
-// Close releases the file and its lock. It waits for running transactions;
-// afterwards every method returns an error.
+// Close finishes the writes already submitted, then releases the file and
+// its lock. Afterwards every method returns an error (writes ErrClosed);
+// closing again does nothing.
 func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.writes)
+	s.mu.Unlock()
+	<-s.writerDone
 	if err := s.db.Close(); err != nil {
 		return wrap("close", err)
 	}

@@ -42,11 +42,18 @@ func open(path string, o options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, path: path, now: o.now}
+	s := &Store{
+		db:         db,
+		path:       path,
+		now:        o.now,
+		writes:     make(chan writeReq, maxBatch),
+		writerDone: make(chan struct{}),
+	}
 	if err := s.prepare(o.migrations); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
+	go s.writeLoop()
 	return s, nil
 }
 
@@ -107,7 +114,7 @@ func (s *Store) prepare(table []migration) error {
 		return fmt.Errorf("store: open %s: %w", s.path, err)
 	}
 	if have < want {
-		err := s.update(func(tx *bolt.Tx) error { return migrate(tx, table, want) })
+		err := s.commit(func(tx *bolt.Tx) error { return migrate(tx, table, want) })
 		if err != nil {
 			return fmt.Errorf("store: open %s: %w", s.path, err)
 		}
@@ -133,7 +140,7 @@ func (s *Store) pruneAll(now int64) (int, error) {
 	total := 0
 	for {
 		var n int
-		err := s.update(func(tx *bolt.Tx) error {
+		err := s.commit(func(tx *bolt.Tx) error {
 			var err error
 			n, err = pruneSeen(tx, now, chunk)
 			return err
@@ -151,24 +158,4 @@ func (s *Store) pruneAll(now int64) (int, error) {
 // wrap names the operation in an error from bbolt.
 func wrap(op string, err error) error {
 	return fmt.Errorf("store: %s: %w", op, err)
-}
-
-// view and update run fn in a bbolt read or write transaction. bbolt
-// panics on some damaged pages; they turn that into an error wrapping
-// ErrCorrupt (bbolt rolls the transaction back on the way), so a damaged
-// file fails the call instead of the daemon.
-func (s *Store) view(fn func(tx *bolt.Tx) error) (err error) {
-	defer s.recoverCorrupt(&err)
-	return s.db.View(fn)
-}
-
-func (s *Store) update(fn func(tx *bolt.Tx) error) (err error) {
-	defer s.recoverCorrupt(&err)
-	return s.db.Update(fn)
-}
-
-func (s *Store) recoverCorrupt(err *error) {
-	if r := recover(); r != nil {
-		*err = fmt.Errorf("%w (bbolt: %v)", ErrCorrupt, r)
-	}
 }
