@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -54,14 +55,29 @@ func moduleRoot() string {
 	}
 }
 
-// CLIEnv returns the environment for one offline run of the real CLI
-// against baseURL (e.g. Server.BaseURL("bash")), with home as HOME. It is
-// the test process's environment without HOME, ANTHROPIC_*, CLAUDE* and
-// DISABLE_* (so nothing of a developer's own setup leaks in), plus:
+// CLIVars returns the variables that point one run of the real CLI at
+// baseURL (e.g. Server.BaseURL("bash")) offline, with home as HOME:
 // IS_SANDBOX=1 (--dangerously-skip-permissions is refused to root without
 // it), the fake API key "test", no telemetry, no auto-update, no
 // non-essential traffic, and CLAUDE_CODE_MAX_RETRIES=2 so that API errors
-// end the run in about two seconds instead of minutes.
+// end a run in about two seconds instead of minutes. Give them to an
+// engine as Config.Env.
+func CLIVars(home, baseURL string) map[string]string {
+	return map[string]string{
+		"HOME":                home,
+		"IS_SANDBOX":          "1",
+		"ANTHROPIC_BASE_URL":  baseURL,
+		"ANTHROPIC_API_KEY":   "test",
+		"DISABLE_TELEMETRY":   "1",
+		"DISABLE_AUTOUPDATER": "1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+		"CLAUDE_CODE_MAX_RETRIES":                  "2",
+	}
+}
+
+// CLIEnv is a whole environment for running the CLI directly: the test
+// process's environment without HOME, ANTHROPIC_*, CLAUDE* and DISABLE_*
+// (so nothing of a developer's own setup leaks in), plus CLIVars.
 func CLIEnv(home, baseURL string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -74,14 +90,14 @@ func CLIEnv(home, baseURL string) []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env,
-		"HOME="+home,
-		"IS_SANDBOX=1",
-		"ANTHROPIC_BASE_URL="+baseURL,
-		"ANTHROPIC_API_KEY=test",
-		"DISABLE_TELEMETRY=1",
-		"DISABLE_AUTOUPDATER=1",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		"CLAUDE_CODE_MAX_RETRIES=2",
-	)
+	vars := CLIVars(home, baseURL)
+	names := make([]string, 0, len(vars))
+	for name := range vars {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		env = append(env, name+"="+vars[name])
+	}
+	return env
 }
