@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -155,9 +156,69 @@ func (c *Config) parse(raw []byte) error {
 	dec := yaml.NewDecoder(bytes.NewReader(expanded))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil {
-		return err
+		return nameKeys(err, &doc)
 	}
 	return nil
+}
+
+var errLine = regexp.MustCompile(`line (\d+): `)
+
+// nameKeys rewrites yaml's "line N: ..." errors to name the key at line N
+// (the expanded document keeps the original's layout), so that
+// "cannot unmarshal !!str `soon` into time.Duration" says it is timeout.
+func nameKeys(err error, doc *yaml.Node) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	msgs := make([]string, len(te.Errors))
+	for i, e := range te.Errors {
+		msgs[i] = e
+		if m := errLine.FindStringSubmatch(e); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			if key := keyAt(doc, line, ""); key != "" {
+				msgs[i] = key + ": " + strings.TrimPrefix(e, m[0])
+			}
+		}
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// keyAt returns the dotted path of the mapping key whose key or value
+// starts on line.
+func keyAt(n *yaml.Node, line int, prefix string) string {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if k := keyAt(c, line, prefix); k != "" {
+				return k
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			path := k.Value
+			if prefix != "" {
+				path = prefix + "." + k.Value
+			}
+			if deeper := keyAt(v, line, path); deeper != "" {
+				return deeper
+			}
+			if k.Line == line || v.Line == line {
+				return path
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			if k := keyAt(c, line, fmt.Sprintf("%s[%d]", prefix, i)); k != "" {
+				return k
+			}
+			if c.Line == line {
+				return fmt.Sprintf("%s[%d]", prefix, i)
+			}
+		}
+	}
+	return ""
 }
 
 func expandScalars(n *yaml.Node) {

@@ -1,0 +1,254 @@
+package core_test
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/engine/enginetest"
+)
+
+var chatLimits = core.Limits{MaxLen: 500, MinEditInterval: 100 * time.Millisecond, MinPostInterval: 50 * time.Millisecond}
+
+func TestAnswerStreamsByEdits(t *testing.T) {
+	h := newHarness(t, chatLimits, nil)
+	h.say("alice", "!delta-rate 2ms 300")
+	h.rec.waitFor("the final answer", func(texts []string) bool {
+		return len(texts) == 1 && len(texts[0]) == 300
+	})
+	h.stop()
+	if got := h.rec.texts()[0]; strings.Trim(got, "x") != "" && len(strings.TrimSpace(got)) != 300 {
+		t.Errorf("final text = %q", got)
+	}
+	h.rec.mu.Lock()
+	edits := h.rec.edits
+	h.rec.mu.Unlock()
+	if edits < 2 {
+		t.Errorf("want the answer to grow by several edits, got %d", edits)
+	}
+	h.rec.checkViolations()
+}
+
+func TestLongAnswerContinuesWithFencesIntact(t *testing.T) {
+	h := newHarness(t, chatLimits, nil)
+	h.say("alice", "!fence")
+	h.rec.waitText("a test for it as well.")
+	h.stop()
+	texts := h.rec.texts()
+	for i, text := range texts {
+		if strings.Count(text, "```")%2 != 0 {
+			t.Errorf("message %d leaves a code fence open:\n%s", i, text)
+		}
+	}
+	h.rec.checkViolations()
+}
+
+func TestToolActivityInTheAnswersThread(t *testing.T) {
+	h := newHarness(t, chatLimits, nil)
+	h.say("alice", "!tool Bash {\"command\":\"go test ./...\"}\n!tool Read {\"file_path\":\"core/dispatch.go\"}\nall green")
+	h.rec.waitText("echo: all green")
+	h.stop()
+	h.rec.mu.Lock()
+	defer h.rec.mu.Unlock()
+	var lines []string
+	for _, a := range h.rec.activity {
+		if a.answer.ID != h.rec.order[0] {
+			t.Errorf("activity posted under %q, not the answer %q", a.answer.ID, h.rec.order[0])
+		}
+		lines = append(lines, strings.Split(a.text, "\n")...)
+	}
+	want := []string{"🔧 **Bash** — `go test ./...`", "📖 **Read** — `core/dispatch.go`"}
+	if !slices.Equal(lines, want) {
+		t.Errorf("activity = %q, want %q", lines, want)
+	}
+}
+
+func TestStopKillsTheAgent(t *testing.T) {
+	h := newHarness(t, chatLimits, nil)
+	h.say("alice", "!text 30\n!hang")
+	h.rec.waitFor("the partial answer", func(texts []string) bool { return len(texts) == 1 && len(texts[0]) == 30 })
+	partial := h.rec.texts()[0]
+	child := waitChild(t, h.log)
+	h.say("alice", "/stop")
+	h.rec.waitText("Stopped.")
+	if got := h.rec.texts()[0]; got != partial+"\n\n⏹️ _Stopped._" {
+		t.Errorf("the stopped answer = %q, want the partial answer %q marked stopped", got, partial)
+	}
+	waitGone(t, child)
+	h.say("alice", "/stop")
+	h.rec.waitText("Nothing is running.")
+}
+
+func TestTimeoutStopsTheAgent(t *testing.T) {
+	h := newHarness(t, chatLimits, func(o *core.Options) { o.Timeout = 500 * time.Millisecond })
+	h.say("alice", "!hang")
+	h.rec.waitText("Timed out after 500ms")
+	waitGone(t, waitChild(t, h.log))
+}
+
+func TestQueueOverflowIsTold(t *testing.T) {
+	h := newHarness(t, chatLimits, func(o *core.Options) { o.QueueDepth = 1 })
+	h.say("alice", "!hang")
+	waitChild(t, h.log)
+	h.say("alice", "second")
+	h.say("alice", "third")
+	h.rec.waitText("1 messages are waiting")
+	h.say("alice", "/stop")
+	h.rec.waitText("1 waiting messages dropped")
+}
+
+func TestUnauthorizedUserIsRefusedOnce(t *testing.T) {
+	h := newHarness(t, chatLimits, nil)
+	h.say("mallory", "rm -rf /")
+	h.say("mallory", "please")
+	h.rec.waitText("not allowed")
+	h.say("alice", "hi")
+	h.rec.waitText("echo: hi")
+	h.stop()
+	if n := strings.Count(h.rec.all(), "not allowed"); n != 1 {
+		t.Errorf("refused %d times, want once", n)
+	}
+	if inv := enginetest.ReadLog(t, h.log); len(inv) != 1 {
+		t.Errorf("the agent ran %d times, want once (for alice)", len(inv))
+	}
+}
+
+func TestEngineCrashThenNextTurnWorks(t *testing.T) {
+	h := newHarness(t, chatLimits, nil)
+	h.say("alice", "!crash 3")
+	h.rec.waitText("Error")
+	if all := h.rec.all(); !strings.Contains(all, "3") {
+		t.Errorf("the crash message lacks the exit code: %q", all)
+	}
+	h.say("alice", "again")
+	h.rec.waitText("echo: again")
+}
+
+func TestRedeliveredEventIsAnsweredOnce(t *testing.T) {
+	h := newHarness(t, chatLimits, nil)
+	m := core.Message{Platform: "rec", Channel: "C1", User: "alice", Text: "once", ID: "x1", EventID: "ev-1"}
+	h.d.Handle(context.Background(), m)
+	h.d.Handle(context.Background(), m)
+	h.rec.waitText("echo: once")
+	h.stop()
+	h.start() // a restart must not answer it again either
+	h.d.Handle(context.Background(), m)
+	h.say("alice", "next")
+	h.rec.waitText("echo: next")
+	if n := strings.Count(h.rec.all(), "echo: once"); n != 1 {
+		t.Errorf("answered %d times", n)
+	}
+}
+
+func TestRestartResumesSessionAndNoticesInterruptedTurn(t *testing.T) {
+	h := newHarness(t, chatLimits, nil)
+	h.say("alice", "remember me")
+	h.rec.waitText("echo: remember me")
+	h.say("alice", "!text 10\n!hang")
+	h.rec.waitFor("the partial answer", func(texts []string) bool { return len(texts) == 2 && len(texts[1]) == 10 })
+	child := waitChild(t, h.log)
+	// A crash: the process dies with the turn in flight. Closing the store
+	// under the running turn leaves its record as a crash would.
+	if err := h.store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = h.d.Close(ctx)
+	waitGone(t, child)
+
+	h.start()
+	h.rec.waitFor("the interrupted notice", func([]string) bool {
+		h.rec.mu.Lock()
+		defer h.rec.mu.Unlock()
+		for _, a := range h.rec.activity {
+			if strings.Contains(a.text, "restarted while answering") {
+				return true
+			}
+		}
+		return false
+	})
+	h.say("alice", "still there?")
+	h.rec.waitText("echo: still there?")
+	inv := enginetest.ReadLog(t, h.log)
+	first, last := inv[0], inv[len(inv)-1]
+	if id, ok := last.Flag("--resume"); !ok || id != first.SessionID {
+		t.Errorf("after restart: --resume %q (present %v), want the stored session %q", id, ok, first.SessionID)
+	}
+	if err := h.d.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if turns, err := h.store.InFlightTurns(); err != nil || len(turns) != 0 {
+		t.Errorf("in-flight turns left: %v %v", turns, err)
+	}
+}
+
+func TestNewForgetsTheSession(t *testing.T) {
+	h := newHarness(t, chatLimits, nil)
+	h.say("alice", "one")
+	h.rec.waitText("echo: one")
+	h.say("alice", "two")
+	h.rec.waitText("echo: two")
+	h.say("alice", "/new")
+	h.rec.waitText("Session forgotten")
+	h.say("alice", "three")
+	h.rec.waitText("echo: three")
+	inv := enginetest.ReadLog(t, h.log)
+	if id, _ := inv[1].Flag("--resume"); id != inv[0].SessionID {
+		t.Errorf("second turn did not resume: %q", inv[1].Argv)
+	}
+	if inv[2].Has("--resume") {
+		t.Errorf("after /new the turn resumed: %q", inv[2].Argv)
+	}
+}
+
+func TestStatusAndModel(t *testing.T) {
+	h := newHarness(t, chatLimits, nil)
+	h.say("alice", "/model opus")
+	h.rec.waitText("Model set to **opus**")
+	h.say("alice", "hi")
+	h.rec.waitText("echo: hi")
+	h.say("alice", "/status")
+	h.rec.waitText("**Engine:** claude-code")
+	inv := enginetest.ReadLog(t, h.log)
+	if m, _ := inv[0].Flag("--model"); m != "opus" {
+		t.Errorf("--model = %q", m)
+	}
+	if want := "**Session:** `" + inv[0].SessionID + "`"; !strings.Contains(h.rec.all(), want) {
+		t.Errorf("status lacks %q: %q", want, h.rec.all())
+	}
+}
+
+// waitChild waits until the fake agent logged the pid of its !hang child.
+func waitChild(t *testing.T, log string) int {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(log); err == nil {
+			inv := enginetest.ReadLog(t, log)
+			if n := len(inv); n > 0 && inv[n-1].ChildPID != 0 {
+				return inv[n-1].ChildPID
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the fake agent never started its child")
+	return 0
+}
+
+// waitGone waits until pid no longer exists.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d is still alive", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
