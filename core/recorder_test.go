@@ -54,7 +54,7 @@ func newRecorder(t *testing.T, limits core.Limits) *recorder {
 
 var _ core.Adapter = (*recorder)(nil)
 
-func (r *recorder) Platform() string                              { return "rec" }
+func (r *recorder) Platform() string                                { return "rec" }
 func (r *recorder) Start(ctx context.Context, _ core.Handler) error { <-ctx.Done(); return nil }
 func (r *recorder) Limits() core.Limits                             { return r.limits }
 
@@ -154,12 +154,12 @@ func (r *recorder) checkViolations() {
 
 // harness wires a dispatcher, a store, the fake agent CLI and a recorder.
 type harness struct {
-	t     *testing.T
-	rec   *recorder
-	d     *core.Dispatcher
-	store *store.Store
-	log   string // the fake agent's invocation log
-	opts  core.Options
+	t      *testing.T
+	rec    *recorder
+	d      *core.Dispatcher
+	store  *store.Store
+	log    string // the fake agent's invocation log
+	opts   core.Options
 	dbPath string
 }
 
