@@ -146,16 +146,22 @@
           case 'done': {
             ended = true;
             answer.querySelector('.pending')?.remove();
-            const parts = ['done'];
+            const parts = [];
             if (ev.duration_ms !== undefined) parts.push(seconds(ev.duration_ms));
             if (ev.num_turns !== undefined) parts.push(ev.num_turns + (ev.num_turns === 1 ? ' turn' : ' turns'));
             if (ev.cost_usd !== undefined) parts.push('$' + ev.cost_usd.toFixed(4));
-            add(el('div', 'meta', parts.join(' · ')));
+            if (parts.length) add(el('div', 'meta', 'done · ' + parts.join(' · ')));
+            else if (!answer.children.length) add(el('div', 'meta', 'done (no text)'));
             break;
           }
           case 'error':
             ended = true;
-            this.error(ev.message ?? 'error');
+            if (ev.message === 'stopped') {
+              textEl = null;
+              add(el('div', 'notice', '⏹ Stopped.'));
+            } else {
+              this.error(ev.message ?? 'error');
+            }
             break;
         }
         keepBottom(near);
