@@ -142,7 +142,7 @@ func (d *Dispatcher) status(m Message, key Key) (string, error) {
 	}
 	d.mu.Unlock()
 	avail := ""
-	if err := d.opts.EngineErrors[set.engine]; err != nil {
+	if err := d.lookup(set.engine); err != nil {
 		avail = " — not available: " + err.Error()
 	}
 	return fmt.Sprintf("**Engine:** %s%s\n**Model:** %s\n**Session:** %s\n**State:** %s, %d waiting",
@@ -150,17 +150,22 @@ func (d *Dispatcher) status(m Message, key Key) (string, error) {
 }
 
 func (d *Dispatcher) engineNames() []string {
-	names := make([]string, 0, len(d.opts.Engines)+len(d.opts.EngineErrors))
+	names := make([]string, 0, len(d.opts.Engines))
 	for n := range d.opts.Engines {
 		names = append(names, n)
 	}
-	for n := range d.opts.EngineErrors {
-		if !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
 	sort.Strings(names)
 	return names
+}
+
+// lookup reports why the named engine's CLI cannot run, or nil.
+func (d *Dispatcher) lookup(name string) error {
+	eng := d.opts.Engines[name]
+	if eng == nil {
+		return fmt.Errorf("engine %s is not configured", name)
+	}
+	_, err := eng.Lookup()
+	return err
 }
 
 func (d *Dispatcher) setEngine(m Message, key Key, name string) (string, error) {
@@ -181,7 +186,7 @@ func (d *Dispatcher) setEngine(m Message, key Key, name string) (string, error) 
 		return "", err
 	}
 	text := fmt.Sprintf("Engine set to **%s**; the next message starts a new session.", name)
-	if err := d.opts.EngineErrors[name]; err != nil {
+	if err := d.lookup(name); err != nil {
 		text += " Note: " + err.Error()
 	}
 	return text, nil

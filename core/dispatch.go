@@ -28,10 +28,7 @@ const refusalEvery = 10 * time.Minute
 type Options struct {
 	Engines       map[string]engine.Engine // by config name: "claude-code", "cursor"
 	DefaultEngine string
-	// EngineErrors holds, per engine name, why it cannot run (a missing
-	// CLI): a turn for it answers with this error (the install hint).
-	EngineErrors map[string]error
-	Models       map[string]string // default model per engine; "" = CLI default
+	Models        map[string]string // default model per engine; "" = CLI default
 	// Channels overrides engine, model or workdir per "platform:channel".
 	Channels  map[string]ChannelConfig
 	Store     *store.Store
@@ -96,9 +93,7 @@ func NewDispatcher(opts Options) (*Dispatcher, error) {
 		return nil, errors.New("core: dispatcher needs a store")
 	}
 	if _, ok := opts.Engines[opts.DefaultEngine]; !ok {
-		if _, broken := opts.EngineErrors[opts.DefaultEngine]; !broken {
-			return nil, fmt.Errorf("core: default engine %q is not configured", opts.DefaultEngine)
-		}
+		return nil, fmt.Errorf("core: default engine %q is not configured", opts.DefaultEngine)
 	}
 	if opts.Scope == "" {
 		opts.Scope = ScopeChannel

@@ -47,11 +47,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	set := d.settings(m, conv)
 	eng := d.opts.Engines[set.engine]
 	if eng == nil {
-		msg := "engine " + set.engine + " is not available"
-		if err := d.opts.EngineErrors[set.engine]; err != nil {
-			msg = err.Error()
-		}
-		d.answer(d.life, m, "⚠️ **Error:** "+msg, true)
+		d.answer(d.life, m, "⚠️ **Error:** engine "+set.engine+" is not configured", true)
 		return
 	}
 

@@ -1,5 +1,9 @@
-// Command bot is golem's command line. This minimal main only dispatches
-// the events subcommand; the lead replaces it with the full command.
+// Command bot is golem's command line:
+//
+//	bot serve  [--config bot.yaml]   run every configured platform and the HTTP API
+//	bot run    [--config bot.yaml]   chat with the agent in this terminal
+//	bot events --engine NAME [FILE]  print a CLI's raw stdout as normalized events
+//	bot version
 package main
 
 import (
@@ -7,22 +11,58 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"syscall"
 )
 
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `golem brings a coding agent into team chat.
+
+Usage:
+  bot serve  [--config bot.yaml]          run every configured platform and the HTTP API
+  bot run    [--config bot.yaml]          chat with the agent in this terminal
+  bot events --engine NAME [FILE]         print a CLI's raw stdout (FILE or stdin) as normalized events
+  bot version                             print the version
+
+Run "bot COMMAND -h" for a command's flags.
+`
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if len(os.Args) < 2 || os.Args[1] != "events" {
-		fmt.Fprintln(os.Stderr, "usage: bot events [--engine claude-code|cursor] [FILE]")
-		os.Exit(2)
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
 	}
-	if err := runEvents(ctx, os.Args[2:], os.Stdin, os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		fmt.Fprintln(os.Stderr, "bot:", err)
-		os.Exit(1)
+	var err error
+	switch args[0] {
+	case "serve":
+		err = runServe(ctx, args[1:], stderr)
+	case "run":
+		err = runChat(ctx, args[1:], stdin, stdout, stderr)
+	case "events":
+		err = runEvents(ctx, args[1:], stdin, stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "golem", version)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "bot: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	default:
+		fmt.Fprintln(stderr, "bot:", err)
+		return 1
 	}
 }

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/engine"
+	"github.com/golem-chat/golem/store"
+)
+
+// shutdownGrace is how long running turns may finish after SIGINT/SIGTERM
+// before they are stopped.
+const shutdownGrace = 30 * time.Second
+
+// app is golem wired from its configuration: store, engines, dispatcher.
+type app struct {
+	cfg       core.Config
+	log       *slog.Logger
+	store     *store.Store
+	d         *core.Dispatcher
+	workspace string
+}
+
+// configFlag adds --config to fs; the default ./bot.yaml may be missing
+// (the embedded defaults run), a named file must exist.
+func configFlag(fs *flag.FlagSet) func() (core.Config, error) {
+	path := fs.String("config", "bot.yaml", "the configuration `file`")
+	return func() (core.Config, error) {
+		named := false
+		fs.Visit(func(f *flag.Flag) { named = named || f.Name == "config" })
+		return core.LoadConfig(*path, !named)
+	}
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+func newApp(cfg core.Config, log *slog.Logger) (*app, error) {
+	workspace, err := filepath.Abs(cfg.Path(cfg.Workspace))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(workspace, 0o755); err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	skills := ""
+	if cfg.Skills != "" {
+		if skills, err = filepath.Abs(cfg.Path(cfg.Skills)); err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(skills); err != nil {
+			log.Warn("skills folder not found; no skills are injected", "skills", skills)
+			skills = ""
+		}
+	}
+	engines := map[string]engine.Engine{}
+	models := map[string]string{}
+	for _, name := range []string{"claude-code", "cursor"} {
+		ec := cfg.EngineConfig(name)
+		eng, err := engine.New(name, engine.Config{
+			Command:           ec.Command,
+			Args:              ec.Args,
+			Env:               ec.Env,
+			APIKey:            ec.APIKey,
+			SkillsDir:         skills,
+			NoPartialMessages: ec.PartialMessages != nil && !*ec.PartialMessages,
+			Logger:            log.With("engine", name),
+		})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := eng.Lookup(); err != nil {
+			level := slog.LevelInfo
+			if name == cfg.Engine {
+				level = slog.LevelWarn
+			}
+			log.Log(context.Background(), level, "engine CLI not found; chats using it get the install hint", "engine", name, "err", err)
+		}
+		engines[name] = eng
+		models[name] = ec.Model
+	}
+	st, err := store.Open(cfg.Path(cfg.Store))
+	if err != nil {
+		return nil, err
+	}
+	scope, _ := core.ParseScope(cfg.SessionScope)
+	d, err := core.NewDispatcher(core.Options{
+		Engines:       engines,
+		DefaultEngine: cfg.Engine,
+		Models:        models,
+		Channels:      cfg.Channels,
+		Store:         st,
+		Workspace:     workspace,
+		Scope:         scope,
+		Allow:         cfg.Access.Allow,
+		Timeout:       cfg.Timeout,
+		MaxConcurrent: cfg.MaxConcurrent,
+		QueueDepth:    cfg.QueueDepth,
+		Logger:        log,
+	})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	for _, a := range cfg.Access.Allow {
+		if a == "*" {
+			log.Warn(`access.allow has "*": ANYONE who can message the bot runs commands on this machine`)
+		}
+	}
+	return &app{cfg: cfg, log: log, store: st, d: d, workspace: workspace}, nil
+}
+
+// inbox is where adapters save attachments: inside the workspace, so the
+// agent can read them.
+func (a *app) inbox() core.Inbox {
+	return core.Inbox{Dir: filepath.Join(a.workspace, "inbox"), MaxBytes: a.cfg.MaxUpload}
+}
+
+// close lets running turns finish (up to shutdownGrace), then stops them,
+// and closes the store.
+func (a *app) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	err := a.d.Close(ctx)
+	return errors.Join(err, a.store.Close())
+}
