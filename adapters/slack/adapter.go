@@ -1,0 +1,221 @@
+// Package slack connects golem to Slack over Socket Mode with slack-go: it
+// turns app mentions, direct messages and the /golem slash command into
+// core.Message values, and posts and edits the answers, rendered as mrkdwn,
+// within Slack's rate limits (a workspace-wide chat.update budget, about one
+// post per second per channel, Retry-After honoured on every call).
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	slackapi "github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/golem-chat/golem/core"
+)
+
+// Options configure an Adapter. The config keys of bot.yaml are noted.
+type Options struct {
+	BotToken string // slack.bot_token, "xoxb-..."
+	AppToken string // slack.app_token, "xapp-...", with connections:write
+	// APIURL is the Slack base URL (slack.api_url); the Web API is at
+	// APIURL+"/api/". Empty: Slack itself. A URL already ending in /api/
+	// is taken as is.
+	APIURL string
+	// Inbox is where attachments are saved; an empty Dir refuses them.
+	Inbox  core.Inbox
+	Logger *slog.Logger
+	// UpdatesPerMinute is the chat.update budget shared by every answer in
+	// the workspace (Slack's Tier 3); default 50. UpdateBurst (default 3)
+	// of them may go at once; the adapter never spends more than
+	// UpdatesPerMinute in any minute.
+	UpdatesPerMinute int
+	UpdateBurst      int
+	// PostInterval is the pace of chat.postMessage per channel; default 1s.
+	PostInterval time.Duration
+	// WorkingReaction is the emoji added to a message while its turn runs;
+	// default "hourglass_flowing_sand"; "-" turns it off.
+	WorkingReaction string
+	// HTTPClient is used for every Web API call; default http.DefaultClient.
+	HTTPClient *http.Client
+}
+
+// webAPI is the part of slack-go's client the adapter uses.
+type webAPI interface {
+	AuthTestContext(ctx context.Context) (*slackapi.AuthTestResponse, error)
+	PostMessageContext(ctx context.Context, channel string, opts ...slackapi.MsgOption) (string, string, error)
+	UpdateMessageContext(ctx context.Context, channel, ts string, opts ...slackapi.MsgOption) (string, string, string, error)
+	AddReactionContext(ctx context.Context, name string, item slackapi.ItemRef) error
+	RemoveReactionContext(ctx context.Context, name string, item slackapi.ItemRef) error
+	GetFileInfoContext(ctx context.Context, id string, count, page int) (*slackapi.File, []slackapi.Comment, *slackapi.Paging, error)
+	GetFileContext(ctx context.Context, url string, w io.Writer) error
+}
+
+// Adapter is the Slack platform. Send, Edit, SendActivity and Typing are
+// safe for concurrent use; Start runs once.
+type Adapter struct {
+	opts   Options
+	log    *slog.Logger
+	client *slackapi.Client
+	api    webAPI
+
+	updates      *budget // chat.update, workspace-wide
+	posts        *channelPace
+	firstBackoff time.Duration
+
+	mu      sync.Mutex
+	botUser string // the bot's user id, "U..."
+	botID   string // the bot's bot id, "B..."
+}
+
+var (
+	_ core.Adapter  = (*Adapter)(nil)
+	_ core.Measurer = (*Adapter)(nil)
+	_ core.Typist   = (*Adapter)(nil)
+)
+
+// New checks opts and returns an adapter; it connects in Start.
+func New(opts Options) (*Adapter, error) {
+	if !strings.HasPrefix(opts.BotToken, "xoxb-") {
+		return nil, errors.New("slack: bot_token must be a bot token (xoxb-...)")
+	}
+	if !strings.HasPrefix(opts.AppToken, "xapp-") {
+		return nil, errors.New("slack: app_token must be an app-level token (xapp-...) for Socket Mode")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.UpdatesPerMinute <= 0 {
+		opts.UpdatesPerMinute = 50
+	}
+	if opts.UpdateBurst <= 0 {
+		opts.UpdateBurst = 3
+	}
+	if opts.PostInterval <= 0 {
+		opts.PostInterval = time.Second
+	}
+	if opts.WorkingReaction == "" {
+		opts.WorkingReaction = "hourglass_flowing_sand"
+	}
+	sopts := []slackapi.Option{slackapi.OptionAppLevelToken(opts.AppToken)}
+	if opts.APIURL != "" {
+		sopts = append(sopts, slackapi.OptionAPIURL(apiURL(opts.APIURL)))
+	}
+	if opts.HTTPClient != nil {
+		sopts = append(sopts, slackapi.OptionHTTPClient(opts.HTTPClient))
+	}
+	client := slackapi.New(opts.BotToken, sopts...)
+	return &Adapter{
+		opts:    opts,
+		log:     opts.Logger.With("platform", "slack"),
+		client:  client,
+		api:     client,
+		updates: newBudget(opts.UpdatesPerMinute, opts.UpdateBurst),
+		posts:   newChannelPace(opts.PostInterval, 3),
+
+		firstBackoff: firstBackoff,
+	}, nil
+}
+
+// apiURL turns a base URL into slack-go's API URL, ending in "/api/".
+func apiURL(base string) string {
+	base = strings.TrimRight(base, "/")
+	if strings.HasSuffix(base, "/api") {
+		return base + "/"
+	}
+	return base + "/api/"
+}
+
+// Platform is "slack".
+func (a *Adapter) Platform() string { return "slack" }
+
+// Limits are Slack's: answers under 4,000 characters of mrkdwn, an edit a
+// second per message at most, and a post a second per channel.
+func (a *Adapter) Limits() core.Limits {
+	return core.Limits{MaxLen: 3900, MinEditInterval: time.Second, MinPostInterval: time.Second,
+		Dialect: core.DialectSlackMrkdwn}
+}
+
+// Measure is the length of markdown once rendered as mrkdwn, in runes.
+func (a *Adapter) Measure(markdown string) int { return utf8.RuneCountInString(Mrkdwn(markdown)) }
+
+// Start learns the bot's identity with auth.test, then connects Socket Mode
+// and delivers messages to h until ctx is done; slack-go reconnects after a
+// dropped socket or a disconnect request. Every envelope is acked as soon
+// as it arrives, before any slow work. Start returns nil after ctx ends and
+// an error when the tokens are refused.
+func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
+	var auth *slackapi.AuthTestResponse
+	err := a.do(ctx, "auth.test", func(ctx context.Context) (err error) {
+		auth, err = a.api.AuthTestContext(ctx)
+		return err
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("slack: check the bot token: %w", err)
+	}
+	a.mu.Lock()
+	a.botUser, a.botID = auth.UserID, auth.BotID
+	a.mu.Unlock()
+	a.log.Info("slack: authenticated", "team", auth.TeamID, "bot_user", auth.UserID)
+
+	sm := socketmode.New(a.client,
+		socketmode.OptionLog(slog.NewLogLogger(a.log.Handler(), slog.LevelDebug)))
+	runErr := make(chan error, 1)
+	go func() { runErr <- sm.RunContext(ctx) }()
+	for {
+		select {
+		case ev := <-sm.Events:
+			a.onSocketEvent(ctx, sm, h, ev)
+		case err := <-runErr:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("slack: socket mode: %w", err)
+		}
+	}
+}
+
+// onSocketEvent acks an envelope at once and hands what it carries on.
+// It runs on Start's goroutine and must not block on slow work.
+func (a *Adapter) onSocketEvent(ctx context.Context, sm *socketmode.Client, h core.Handler, ev socketmode.Event) {
+	if ev.Request != nil && ev.Request.EnvelopeID != "" {
+		if err := sm.AckCtx(ctx, ev.Request.EnvelopeID, nil); err != nil {
+			a.log.Warn("slack: ack an envelope", "type", ev.Type, "err", err)
+		}
+	}
+	switch ev.Type {
+	case socketmode.EventTypeConnected:
+		if c, ok := ev.Data.(*socketmode.ConnectedEvent); ok {
+			a.log.Info("slack: socket connected", "connection", c.ConnectionCount+1)
+		}
+	case socketmode.EventTypeConnectionError:
+		a.log.Warn("slack: socket connection failed; retrying", "err", ev.Data)
+	case socketmode.EventTypeEventsAPI:
+		a.onEventsAPI(ctx, h, ev)
+	case socketmode.EventTypeSlashCommand:
+		if cmd, ok := ev.Data.(slackapi.SlashCommand); ok {
+			if m, ok := a.fromSlashCommand(cmd); ok {
+				h.Handle(ctx, m)
+			}
+		}
+	}
+}
+
+// botIdentity returns the bot's user id and bot id learned in Start.
+func (a *Adapter) botIdentity() (user, bot string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.botUser, a.botID
+}

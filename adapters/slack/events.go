@@ -1,0 +1,260 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+
+	slackapi "github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/golem-chat/golem/core"
+)
+
+// onEventsAPI turns an app_mention or a direct message into a core.Message.
+// A message with files is handled on its own goroutine, after the files
+// are downloaded, so the socket keeps reading meanwhile.
+func (a *Adapter) onEventsAPI(ctx context.Context, h core.Handler, ev socketmode.Event) {
+	outer, ok := ev.Data.(slackevents.EventsAPIEvent)
+	if !ok || outer.Type != slackevents.CallbackEvent {
+		return
+	}
+	cb, _ := outer.Data.(*slackevents.EventsAPICallbackEvent)
+	if cb == nil {
+		return
+	}
+	var (
+		m     core.Message
+		files []slackapi.File
+	)
+	switch e := outer.InnerEvent.Data.(type) {
+	case *slackevents.AppMentionEvent:
+		m, files, ok = a.fromMention(e)
+	case *slackevents.MessageEvent:
+		m, files, ok = a.fromDirectMessage(e)
+	default:
+		ok = false
+	}
+	if !ok {
+		return
+	}
+	m.EventID = cb.EventID
+	m.Workspace = outer.TeamID
+	retry := 0
+	if ev.Request != nil {
+		retry = ev.Request.RetryAttempt
+	}
+	a.log.Debug("slack: message", "event_id", m.EventID, "channel", m.Channel, "user", m.User,
+		"dm", m.DM, "files", len(files), "retry_attempt", retry)
+	if len(files) == 0 {
+		h.Handle(ctx, m)
+		return
+	}
+	go func() {
+		a.attach(ctx, &m, files)
+		h.Handle(ctx, m)
+	}()
+}
+
+// fromMention normalizes an app_mention in a channel. Mentions in direct
+// messages are left to the message.im event, mentions by bots (this one
+// included) and edited mentions are ignored.
+func (a *Adapter) fromMention(e *slackevents.AppMentionEvent) (core.Message, []slackapi.File, bool) {
+	botUser, botID := a.botIdentity()
+	if e.User == "" || e.User == botUser || e.BotID != "" || (botID != "" && e.BotID == botID) ||
+		e.Edited != nil || isDMChannel(e.Channel) {
+		return core.Message{}, nil, false
+	}
+	m := core.Message{
+		Platform:  "slack",
+		Channel:   e.Channel,
+		Thread:    threadOf(e.ThreadTimeStamp, e.TimeStamp),
+		ID:        e.TimeStamp,
+		User:      e.User,
+		Text:      normalizeText(e.Text, botUser),
+		Mentioned: true,
+	}
+	return m, e.Files, true
+}
+
+// fromDirectMessage normalizes a message in a DM with the bot. Messages in
+// channels (they come as app_mention), the bot's own and other bots'
+// messages, and edits, deletions and other subtypes are ignored.
+func (a *Adapter) fromDirectMessage(e *slackevents.MessageEvent) (core.Message, []slackapi.File, bool) {
+	botUser, _ := a.botIdentity()
+	if e.ChannelType != "im" || e.User == "" || e.User == botUser || e.BotID != "" {
+		return core.Message{}, nil, false
+	}
+	switch e.SubType {
+	case "", "file_share", "thread_broadcast":
+	default: // message_changed, message_deleted, bot_message, channel_join, ...
+		return core.Message{}, nil, false
+	}
+	var files []slackapi.File
+	if e.Message != nil {
+		files = e.Message.Files
+	}
+	m := core.Message{
+		Platform:  "slack",
+		Channel:   e.Channel,
+		Thread:    threadOf(e.ThreadTimeStamp, e.TimeStamp),
+		ID:        e.TimeStamp,
+		User:      e.User,
+		Text:      normalizeText(e.Text, botUser),
+		Mentioned: botUser != "" && strings.Contains(e.Text, "<@"+botUser),
+		DM:        true,
+	}
+	return m, files, true
+}
+
+// fromSlashCommand normalizes "/golem stop now" to the command "/stop now"
+// ("/golem" alone is "/help"). The trigger id stands in for an event id.
+func (a *Adapter) fromSlashCommand(c slackapi.SlashCommand) (core.Message, bool) {
+	if c.UserID == "" || c.ChannelID == "" {
+		return core.Message{}, false
+	}
+	text := strings.TrimSpace(c.Text)
+	switch {
+	case text == "":
+		text = "/help"
+	case !strings.HasPrefix(text, "/"):
+		text = "/" + text
+	}
+	m := core.Message{
+		Platform:  "slack",
+		Workspace: c.TeamID,
+		Channel:   c.ChannelID,
+		User:      c.UserID,
+		UserName:  c.UserName,
+		Text:      text,
+		Mentioned: true,
+		DM:        isDMChannel(c.ChannelID),
+	}
+	if c.TriggerID != "" {
+		m.EventID = "command:" + c.TriggerID
+	}
+	return m, true
+}
+
+// isDMChannel reports whether a channel id is a direct message ("D...").
+func isDMChannel(id string) bool { return strings.HasPrefix(id, "D") }
+
+// threadOf is the thread a message is in: its thread_ts unless that is the
+// message itself (a thread's parent).
+func threadOf(threadTS, ts string) string {
+	if threadTS == ts {
+		return ""
+	}
+	return threadTS
+}
+
+// slackMarkup matches Slack's <...> forms in incoming text.
+var slackMarkup = regexp.MustCompile(`<([^<>]*)>`)
+
+var unescaper = strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&")
+
+// normalizeText turns a message's text into what the agent reads: the bot's
+// mentions removed, links as plain URLs ("label (url)" when labelled),
+// <!here> as "@here", other mentions kept, entities unescaped, the ends
+// trimmed. A command ("/stop") thus starts the text.
+func normalizeText(text, botUser string) string {
+	text = slackMarkup.ReplaceAllStringFunc(text, func(tag string) string {
+		inner := tag[1 : len(tag)-1]
+		target, label, _ := strings.Cut(inner, "|")
+		switch {
+		case botUser != "" && target == "@"+botUser:
+			return ""
+		case strings.HasPrefix(target, "@"), strings.HasPrefix(target, "#"):
+			return tag
+		case strings.HasPrefix(target, "!"):
+			if label != "" {
+				return label
+			}
+			return "@" + strings.TrimPrefix(target, "!")
+		case strings.HasPrefix(target, "mailto:"):
+			return strings.TrimPrefix(target, "mailto:")
+		case label != "" && label != target:
+			return label + " (" + target + ")"
+		}
+		return target
+	})
+	return strings.TrimSpace(unescaper.Replace(text))
+}
+
+// attach downloads files into the inbox and puts them on m. A file that
+// cannot be saved is named in a note appended to m.Text, so the agent and
+// the user learn of it instead of losing it silently.
+func (a *Adapter) attach(ctx context.Context, m *core.Message, files []slackapi.File) {
+	var notes []string
+	for _, f := range files {
+		att, err := a.download(ctx, f)
+		if err != nil {
+			a.log.Warn("slack: download an attachment", "file", f.ID, "err", err)
+			reason := "it could not be downloaded"
+			if errors.Is(err, core.ErrTooLarge) {
+				reason = "it is too large"
+			}
+			notes = append(notes, fmt.Sprintf("(The attachment %q was not saved: %s.)", f.Name, reason))
+			continue
+		}
+		m.Attachments = append(m.Attachments, att)
+	}
+	if len(notes) > 0 {
+		m.Text = strings.TrimSpace(m.Text + "\n\n" + strings.Join(notes, "\n"))
+	}
+}
+
+// errNoInbox refuses attachments when no inbox is configured.
+var errNoInbox = errors.New("no inbox folder configured")
+
+// download saves one file into the inbox with the bot token, asking
+// files.info first when the event carried only the file's id.
+func (a *Adapter) download(ctx context.Context, f slackapi.File) (core.Attachment, error) {
+	if a.opts.Inbox.Dir == "" {
+		return core.Attachment{}, errNoInbox
+	}
+	limit := a.opts.Inbox.MaxBytes
+	if limit <= 0 {
+		limit = 20 << 20
+	}
+	if int64(f.Size) > limit {
+		return core.Attachment{}, fmt.Errorf("%w: %d bytes", core.ErrTooLarge, f.Size)
+	}
+	if f.URLPrivateDownload == "" && f.URLPrivate == "" {
+		err := a.do(ctx, "files.info", func(ctx context.Context) error {
+			info, _, _, err := a.api.GetFileInfoContext(ctx, f.ID, 0, 0)
+			if err == nil {
+				f = *info
+			}
+			return err
+		})
+		if err != nil {
+			return core.Attachment{}, fmt.Errorf("slack: files.info %s: %w", f.ID, err)
+		}
+	}
+	u := f.URLPrivateDownload
+	if u == "" {
+		u = f.URLPrivate
+	}
+	name := f.Name
+	if name == "" {
+		name = f.ID
+	}
+	var att core.Attachment
+	err := a.do(ctx, "files.download", func(ctx context.Context) error {
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(a.api.GetFileContext(ctx, u, pw)) }()
+		var err error
+		att, err = a.opts.Inbox.Save(name, pr)
+		pr.CloseWithError(errors.New("stopped reading"))
+		return err
+	})
+	if err != nil {
+		return core.Attachment{}, fmt.Errorf("slack: download %s: %w", f.ID, err)
+	}
+	return att, nil
+}
