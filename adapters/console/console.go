@@ -24,6 +24,7 @@ const (
 	DefaultUser         = "console"
 	DefaultConversation = "console"
 	prompt              = "> "
+	continuation        = ". "
 )
 
 // Options configure a Console.
@@ -70,7 +71,8 @@ func (c *Console) Limits() core.Limits {
 	return core.Limits{MaxLen: 1 << 20, Dialect: core.DialectMarkdown}
 }
 
-// Start reads lines and hands each to h as a message, then prints what the
+// Start reads lines and hands each to h as a message (a line ending in a
+// backslash continues on the next one), then prints what the
 // message causes until its terminal event before reading on, so answers
 // never interleave with the prompt. It returns nil on "/quit", at the end
 // of the input (after the last answer) or when ctx is done, and an error
@@ -101,8 +103,13 @@ func (c *Console) Start(ctx context.Context, h core.Handler) error {
 		}
 	}()
 
+	var pending strings.Builder // lines continued with a trailing backslash
 	for {
-		c.write(prompt, false)
+		if pending.Len() == 0 {
+			c.write(prompt, false)
+		} else {
+			c.write(continuation, false)
+		}
 		var l line
 		select {
 		case <-ctx.Done():
@@ -110,7 +117,14 @@ func (c *Console) Start(ctx context.Context, h core.Handler) error {
 			return nil
 		case l = <-lines:
 		}
-		text := strings.TrimSpace(l.text)
+		raw := strings.TrimRight(l.text, "\r\n")
+		if cont, ok := strings.CutSuffix(raw, "\\"); ok && l.err == nil {
+			pending.WriteString(cont + "\n")
+			continue
+		}
+		pending.WriteString(raw)
+		text := strings.TrimSpace(pending.String())
+		pending.Reset()
 		switch {
 		case text == "/quit" || text == "/exit":
 			return nil

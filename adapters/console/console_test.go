@@ -79,12 +79,14 @@ func TestTranscript(t *testing.T) {
 			return []parser.Event{text("engine: claude-code, idle"), done()}
 		case "loop forever":
 			return []parser.Event{{Type: parser.Warning, Message: "session expired; started a new one"}, text("partial"), fail("stopped")}
+		case "two\n lines":
+			return []parser.Event{text("got two lines"), done()}
 		case "crash":
 			return []parser.Event{fail("the agent exited with status 2")}
 		}
 		return []parser.Event{fail("unexpected " + in)}
 	}}
-	in := "list the files\n\n  /status  \nloop forever\ncrash\n/quit\nnever read\n"
+	in := "list the files\n\n  /status  \nloop forever\ntwo\\\n lines\ncrash\n/quit\nnever read\n"
 	var out bytes.Buffer
 	c := New(strings.NewReader(in), &out, Options{User: "ada", Conversation: "proj"})
 	if err := c.Start(context.Background(), h); err != nil {
@@ -99,6 +101,7 @@ func TestTranscript(t *testing.T) {
 		"> " + // the empty line: the prompt again
 		"> engine: claude-code, idle\n\n" +
 		"> ⚠️  session expired; started a new one\npartial\n⏹️  stopped\n\n" +
+		"> . got two lines\n\n" +
 		"> ❌ error: the agent exited with status 2\n\n" +
 		"> "
 	if out.String() != want {
@@ -111,7 +114,7 @@ func TestTranscript(t *testing.T) {
 			t.Errorf("message %+v", m)
 		}
 	}
-	if got := strings.Join(texts, "|"); got != "list the files|/status|loop forever|crash" {
+	if got := strings.Join(texts, "|"); got != "list the files|/status|loop forever|two\n lines|crash" {
 		t.Errorf("messages %q", got)
 	}
 	if core.KeyFor(h.got[0], core.ScopeThread) != core.KeyFor(h.got[1], core.ScopeThread) {
