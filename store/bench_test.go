@@ -19,7 +19,6 @@ func BenchmarkOpenLookup100k(b *testing.B) {
 	used := time.Now()
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		bucket := tx.Bucket(bucketConversations)
-		bucket.FillPercent = 0.9 // keys arrive in order, as they would not in use; keep pages realistic
 		for i := range n {
 			c := Conversation{
 				Engine:    "claude-code",
