@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -221,3 +222,5 @@ func (h *harness) say(user, text string) {
 		Platform: "rec", Channel: "C1", User: user, Text: text, ID: "m" + n, EventID: "e" + n,
 	})
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
