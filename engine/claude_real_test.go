@@ -1,12 +1,16 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,10 +24,10 @@ import (
 // in engine/anthropictest, offline. A run takes one to three seconds; the
 // tests run in parallel.
 
-// runTimeout bounds one run: a hang fails the test instead of the suite.
-const runTimeout = 60 * time.Second
+// realRunTimeout bounds one run: a hang fails the test instead of the suite.
+const realRunTimeout = 60 * time.Second
 
-var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+var realUUID = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 // realClaude is one test's CLI setup: a fresh HOME, a workdir and the fake.
 type realClaude struct {
@@ -45,21 +49,21 @@ func newRealClaude(t *testing.T) *realClaude {
 
 // engine returns a Claude Code engine that runs the real CLI against
 // scenario, with the test's HOME.
-func (c *realClaude) engine(scenario string, cfg engine.Config) *engine.ClaudeCode {
+func (c *realClaude) newEngine(scenario string, cfg engine.Config) *engine.ClaudeCode {
 	cfg.Command = c.bin
 	cfg.Env = anthropictest.CLIVars(c.home, c.srv.BaseURL(scenario))
 	return engine.NewClaudeCode(cfg)
 }
 
 // run runs one turn to its end and returns all its events. It fails the
-// test if the events channel is not closed within runTimeout, or if the
+// test if the events channel is not closed within realRunTimeout, or if the
 // run's events break the one-terminal-event rule.
 func (c *realClaude) run(t *testing.T, e *engine.ClaudeCode, turn engine.Turn) []parser.Event {
 	t.Helper()
 	if turn.Workdir == "" {
 		turn.Workdir = c.workdir
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), realRunTimeout)
 	defer cancel()
 	r, err := e.Run(ctx, turn)
 	if err != nil {
@@ -74,16 +78,16 @@ func (c *realClaude) run(t *testing.T, e *engine.ClaudeCode, turn engine.Turn) [
 	}
 	for i, ev := range events {
 		if ev.Terminal() != (i == len(events)-1) {
-			t.Fatalf("event %d of %d (%s) terminal=%v; events: %s", i, len(events), ev.Type, ev.Terminal(), dump(events))
+			t.Fatalf("event %d of %d (%s) terminal=%v; events: %s", i, len(events), ev.Type, ev.Terminal(), realDump(events))
 		}
 	}
 	if ctx.Err() != nil {
-		t.Fatalf("the run did not end within %s: %s", runTimeout, dump(events))
+		t.Fatalf("the run did not end within %s: %s", realRunTimeout, realDump(events))
 	}
 	return events
 }
 
-func dump(events []parser.Event) string {
+func realDump(events []parser.Event) string {
 	var b strings.Builder
 	for _, ev := range events {
 		j, _ := json.Marshal(ev)
@@ -97,7 +101,7 @@ func dump(events []parser.Event) string {
 }
 
 // answer joins the text events: what the user reads.
-func answer(events []parser.Event) string {
+func realAnswer(events []parser.Event) string {
 	var b strings.Builder
 	for _, ev := range events {
 		if ev.Type == parser.Text {
@@ -107,7 +111,7 @@ func answer(events []parser.Event) string {
 	return b.String()
 }
 
-func count(events []parser.Event, typ parser.Type) int {
+func realCount(events []parser.Event, typ parser.Type) int {
 	n := 0
 	for _, ev := range events {
 		if ev.Type == typ {
@@ -119,13 +123,13 @@ func count(events []parser.Event, typ parser.Type) int {
 
 // done returns the run's done event, failing the test when it ended with
 // an error. It checks what every successful run's done carries.
-func done(t *testing.T, events []parser.Event) parser.Event {
+func realDone(t *testing.T, events []parser.Event) parser.Event {
 	t.Helper()
 	last := events[len(events)-1]
 	if last.Type != parser.Done {
-		t.Fatalf("the run ended with %s %q, want done; events: %s", last.Type, last.Message, dump(events))
+		t.Fatalf("the run ended with %s %q, want done; events: %s", last.Type, last.Message, realDump(events))
 	}
-	if !uuidPattern.MatchString(last.SessionID) {
+	if !realUUID.MatchString(last.SessionID) {
 		t.Errorf("done session id %q is not a session UUID", last.SessionID)
 	}
 	if last.DurationMS == nil || *last.DurationMS <= 0 {
@@ -154,16 +158,16 @@ func TestClaudeRealPlainAnswer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			c := newRealClaude(t)
-			events := c.run(t, c.engine(anthropictest.ScenarioText, tc.cfg),
+			events := c.run(t, c.newEngine(anthropictest.ScenarioText, tc.cfg),
 				engine.Turn{Prompt: "Say hello.", APIKey: "key-of-the-turn"})
 
-			if got := answer(events); got != anthropictest.TextAnswer {
-				t.Errorf("answer %q, want %q; events: %s", got, anthropictest.TextAnswer, dump(events))
+			if got := realAnswer(events); got != anthropictest.TextAnswer {
+				t.Errorf("answer %q, want %q; events: %s", got, anthropictest.TextAnswer, realDump(events))
 			}
-			if n := count(events, parser.Text); n < tc.minPieces || (tc.minPieces == 1 && n != 1) {
+			if n := realCount(events, parser.Text); n < tc.minPieces || (tc.minPieces == 1 && n != 1) {
 				t.Errorf("the answer came in %d text events, want %d or more (exactly 1 without partial messages)", n, tc.minPieces)
 			}
-			d := done(t, events)
+			d := realDone(t, events)
 			if *d.NumTurns != 1 {
 				t.Errorf("num_turns %d, want 1", *d.NumTurns)
 			}
@@ -190,7 +194,7 @@ func TestClaudeRealPlainAnswer(t *testing.T) {
 func TestClaudeRealBashTool(t *testing.T) {
 	t.Parallel()
 	c := newRealClaude(t)
-	events := c.run(t, c.engine(anthropictest.ScenarioBash, engine.Config{}), engine.Turn{Prompt: "Run echo hi."})
+	events := c.run(t, c.newEngine(anthropictest.ScenarioBash, engine.Config{}), engine.Turn{Prompt: "Run echo hi."})
 
 	var call, result *parser.Event
 	for i, ev := range events {
@@ -204,8 +208,8 @@ func TestClaudeRealBashTool(t *testing.T) {
 			}
 		}
 	}
-	if call == nil || result == nil || count(events, parser.ToolCall) != 1 || count(events, parser.ToolResult) != 1 {
-		t.Fatalf("want one tool_call and one tool_result; events: %s", dump(events))
+	if call == nil || result == nil || realCount(events, parser.ToolCall) != 1 || realCount(events, parser.ToolResult) != 1 {
+		t.Fatalf("want one tool_call and one tool_result; events: %s", realDump(events))
 	}
 	var args struct{ Command string }
 	if err := json.Unmarshal(call.Args, &args); err != nil || call.Name != "Bash" || args.Command != "echo hi" || call.ID != "toolu_bash_1" {
@@ -214,10 +218,10 @@ func TestClaudeRealBashTool(t *testing.T) {
 	if result.ID != call.ID || result.IsError || strings.TrimSpace(result.Content) != "hi" {
 		t.Errorf("tool_result %+v, want the output of the command the CLI really ran", *result)
 	}
-	if got := answer(events); got != anthropictest.BashAnswer {
+	if got := realAnswer(events); got != anthropictest.BashAnswer {
 		t.Errorf("answer %q, want %q", got, anthropictest.BashAnswer)
 	}
-	if d := done(t, events); *d.NumTurns != 2 {
+	if d := realDone(t, events); *d.NumTurns != 2 {
 		t.Errorf("num_turns %d, want 2", *d.NumTurns)
 	}
 	reqs := c.srv.MessageRequests(anthropictest.ScenarioBash)
@@ -232,7 +236,7 @@ func TestClaudeRealBashTool(t *testing.T) {
 func TestClaudeRealSeveralTools(t *testing.T) {
 	t.Parallel()
 	c := newRealClaude(t)
-	events := c.run(t, c.engine(anthropictest.ScenarioTools, engine.Config{}),
+	events := c.run(t, c.newEngine(anthropictest.ScenarioTools, engine.Config{}),
 		engine.Turn{Prompt: "Run a command, write a note, read it back."})
 
 	calls := map[string]parser.Event{}
@@ -251,7 +255,7 @@ func TestClaudeRealSeveralTools(t *testing.T) {
 		}
 	}
 	if strings.Join(names, ",") != "Bash,Write,Read,Read" {
-		t.Errorf("tools called %v, want Bash, Write, Read, Read; events: %s", names, dump(events))
+		t.Errorf("tools called %v, want Bash, Write, Read, Read; events: %s", names, realDump(events))
 	}
 	want := map[string]struct {
 		isError bool
@@ -272,10 +276,10 @@ func TestClaudeRealSeveralTools(t *testing.T) {
 			t.Errorf("tool_result %s: is_error=%v content %q; want is_error=%v and %q", id, r.IsError, r.Content, w.isError, w.has)
 		}
 	}
-	if got := answer(events); !strings.HasPrefix(got, "Let me run a command") || !strings.HasSuffix(got, anthropictest.ToolsAnswer) {
+	if got := realAnswer(events); !strings.HasPrefix(got, "Let me run a command") || !strings.HasSuffix(got, anthropictest.ToolsAnswer) {
 		t.Errorf("answer %q, want the first message's text and then %q", got, anthropictest.ToolsAnswer)
 	}
-	done(t, events)
+	realDone(t, events)
 	note, err := os.ReadFile(filepath.Join(c.workdir, anthropictest.ToolsNoteFile))
 	if err != nil || string(note) != anthropictest.ToolsNote {
 		t.Errorf("the Write tool left %q (%v) in the workdir, want %q", note, err, anthropictest.ToolsNote)
@@ -285,22 +289,22 @@ func TestClaudeRealSeveralTools(t *testing.T) {
 func TestClaudeRealOverloaded(t *testing.T) {
 	t.Parallel()
 	c := newRealClaude(t)
-	events := c.run(t, c.engine(anthropictest.ScenarioOverloaded, engine.Config{}), engine.Turn{Prompt: "Say hello."})
+	events := c.run(t, c.newEngine(anthropictest.ScenarioOverloaded, engine.Config{}), engine.Turn{Prompt: "Say hello."})
 
 	last := events[len(events)-1]
 	if last.Type != parser.Error || !strings.Contains(last.Message, "529") || !strings.Contains(last.Message, "Overloaded") {
 		t.Errorf("the run ended with %s %q, want an error naming 529 Overloaded", last.Type, last.Message)
 	}
-	if n := count(events, parser.Error); n != 1 {
+	if n := realCount(events, parser.Error); n != 1 {
 		t.Errorf("%d error events, want exactly one", n)
 	}
 	// The CLI also prints the error as a synthetic assistant message; it
 	// must not reach the user as answer text besides the error.
-	if got := answer(events); got != "" {
+	if got := realAnswer(events); got != "" {
 		t.Errorf("answer text %q on an API error, want none", got)
 	}
-	if n := count(events, parser.Warning); n != 0 {
-		t.Errorf("%d warnings, want none (a fresh session is not resumed); events: %s", n, dump(events))
+	if n := realCount(events, parser.Warning); n != 0 {
+		t.Errorf("%d warnings, want none (a fresh session is not resumed); events: %s", n, realDump(events))
 	}
 	// CLAUDE_CODE_MAX_RETRIES=2: the first call and two retries.
 	if n := len(c.srv.MessageRequests(anthropictest.ScenarioOverloaded)); n != 3 {
@@ -311,17 +315,17 @@ func TestClaudeRealOverloaded(t *testing.T) {
 func TestClaudeRealResume(t *testing.T) {
 	t.Parallel()
 	c := newRealClaude(t)
-	e := c.engine(anthropictest.ScenarioText, engine.Config{})
-	first := done(t, c.run(t, e, engine.Turn{Prompt: "My name is Ada."}))
+	e := c.newEngine(anthropictest.ScenarioText, engine.Config{})
+	first := realDone(t, c.run(t, e, engine.Turn{Prompt: "My name is Ada."}))
 
 	events := c.run(t, e, engine.Turn{Prompt: "What is my name?", SessionID: first.SessionID})
-	if n := count(events, parser.Warning); n != 0 {
-		t.Fatalf("resuming an existing session warned; events: %s", dump(events))
+	if n := realCount(events, parser.Warning); n != 0 {
+		t.Fatalf("resuming an existing session warned; events: %s", realDump(events))
 	}
-	if d := done(t, events); d.SessionID != first.SessionID {
+	if d := realDone(t, events); d.SessionID != first.SessionID {
 		t.Errorf("the resumed run ended with session %s, want the same session %s", d.SessionID, first.SessionID)
 	}
-	if got := answer(events); got != anthropictest.TextAnswer {
+	if got := realAnswer(events); got != anthropictest.TextAnswer {
 		t.Errorf("answer %q", got)
 	}
 	reqs := c.srv.MessageRequests(anthropictest.ScenarioText)
@@ -348,25 +352,150 @@ func TestClaudeRealResumeUnknownSession(t *testing.T) {
 	t.Parallel()
 	c := newRealClaude(t)
 	const unknown = "0f6a3c52-8d7e-4b1a-9c2d-3e4f5a6b7c8d"
-	events := c.run(t, c.engine(anthropictest.ScenarioText, engine.Config{}),
+	events := c.run(t, c.newEngine(anthropictest.ScenarioText, engine.Config{}),
 		engine.Turn{Prompt: "Say hello.", SessionID: unknown})
 
 	if events[0].Type != parser.Warning || !events[0].SessionReset {
 		t.Fatalf("the first event is %s (session reset %v), want a warning that resets the session; events: %s",
-			events[0].Type, events[0].SessionReset, dump(events))
+			events[0].Type, events[0].SessionReset, realDump(events))
 	}
-	if count(events, parser.Warning) != 1 || count(events, parser.Error) != 0 {
-		t.Errorf("want exactly one warning and no error; events: %s", dump(events))
+	if realCount(events, parser.Warning) != 1 || realCount(events, parser.Error) != 0 {
+		t.Errorf("want exactly one warning and no error; events: %s", realDump(events))
 	}
-	d := done(t, events)
+	d := realDone(t, events)
 	if d.SessionID == unknown {
 		t.Errorf("done keeps the unknown session id %s, want the new session's", unknown)
 	}
-	if got := answer(events); got != anthropictest.TextAnswer {
+	if got := realAnswer(events); got != anthropictest.TextAnswer {
 		t.Errorf("answer %q after the fallback, want %q", got, anthropictest.TextAnswer)
 	}
 	// The unknown id never reached the model; the retry made one call.
 	if n := len(c.srv.MessageRequests(anthropictest.ScenarioText)); n != 1 {
 		t.Errorf("%d model calls, want 1", n)
 	}
+}
+
+func TestClaudeRealSkills(t *testing.T) {
+	t.Parallel()
+	c := newRealClaude(t)
+	skills := t.TempDir()
+	skill := filepath.Join(skills, "team-greeting")
+	if err := os.MkdirAll(skill, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const description = "Greets the golem team with the house greeting."
+	md := "---\nname: team-greeting\ndescription: " + description + "\n---\n\nSay \"Hello, golem team!\"\n"
+	if err := os.WriteFile(filepath.Join(skill, "SKILL.md"), []byte(md), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	events := c.run(t, c.newEngine(anthropictest.ScenarioText, engine.Config{SkillsDir: skills}), engine.Turn{Prompt: "Greet the team."})
+	realDone(t, events)
+
+	// The CLI found the linked skill and offered it to the model.
+	reqs := c.srv.MessageRequests(anthropictest.ScenarioText)
+	if len(reqs) != 1 {
+		t.Fatalf("%d model calls, want 1", len(reqs))
+	}
+	if body := string(reqs[0].Body); !strings.Contains(body, "team-greeting") || !strings.Contains(body, description) {
+		t.Errorf("the model call does not offer the injected skill team-greeting (%q)", description)
+	}
+}
+
+func TestClaudeRealStop(t *testing.T) {
+	t.Parallel()
+	c := newRealClaude(t)
+	// The model runs a command whose child would outlive a careless kill.
+	c.srv.Handle("sleep", func(r *anthropictest.Request) anthropictest.Reply {
+		if r.Step() == 0 {
+			return anthropictest.Reply{Blocks: []anthropictest.Block{anthropictest.ToolUse("toolu_sleep", "Bash",
+				map[string]string{"command": "sleep 300 & echo $! > sleep.pid; wait", "description": "Sleep"})}}
+		}
+		return anthropictest.Text("slept")
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), realRunTimeout)
+	defer cancel()
+	stop, stopNow := context.WithCancel(ctx)
+	defer stopNow()
+	r, err := c.newEngine("sleep", engine.Config{}).Run(stop, engine.Turn{Prompt: "Sleep.", Workdir: c.workdir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(c.workdir, "sleep.pid")
+	var events []parser.Event
+	pid := 0
+	for ev := range r.Events() {
+		events = append(events, ev)
+		if ev.Type == parser.ToolCall && pid == 0 {
+			pid = realWaitPID(t, ctx, pidFile)
+			t.Cleanup(func() { _ = realKill(pid) })
+			stopNow()
+		}
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the stopped run did not end within %s", realRunTimeout)
+	}
+	if pid == 0 {
+		t.Fatalf("the run ended before the tool ran; events: %s", realDump(events))
+	}
+	last := events[len(events)-1]
+	if last.Type != parser.Error || last.Message != "stopped" {
+		t.Errorf("the run ended with %s %q, want the error \"stopped\"; events: %s", last.Type, last.Message, realDump(events))
+	}
+	// The engine gives the group two seconds between SIGTERM and SIGKILL.
+	gone, cancelGone := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelGone()
+	if !realWaitGone(gone, pid) {
+		t.Errorf("the Bash tool's child (pid %d) survived the stop. Claude Code runs each tool command "+
+			"in a session of its own (setsid), so signals to the CLI's process group miss it; SIGINT "+
+			"to the CLI makes it end its tools' processes before it exits", pid)
+	}
+}
+
+// realWaitPID polls for a pid file the agent's command writes.
+func realWaitPID(t *testing.T, ctx context.Context, path string) int {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+				return pid
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the command never wrote %s", path)
+		case <-tick.C:
+		}
+	}
+}
+
+// realWaitGone polls until pid has exited (or is a zombie nobody reaped yet).
+func realWaitGone(ctx context.Context, pid int) bool {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return true
+		}
+		// The state follows the command name in parentheses: "pid (comm) S ...".
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+}
+
+// realKill ends the test's own sleep if it is still that process.
+func realKill(pid int) error {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !bytes.HasPrefix(cmdline, []byte("sleep\x00300")) {
+		return nil
+	}
+	return syscall.Kill(pid, syscall.SIGKILL)
 }
