@@ -90,6 +90,9 @@ func parseFlags(args []string, cursor bool) (opts, error) {
 		values["-r"] = &o.resume
 		values["--input-format"] = &o.inputFormat
 		values["--permission-prompt-tool"] = &o.permTool
+		values["--max-turns"] = new(string)
+		values["--append-system-prompt"] = new(string)
+		values["--add-dir"] = new(string)
 	}
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
@@ -275,9 +278,9 @@ func (a *agent) say(text string, n int, pause time.Duration) {
 			if i > 0 {
 				time.Sleep(pause)
 			}
-			a.emit(a.cursorText(c))
+			a.emit(a.cursorText(c, true))
 		}
-		a.emit(a.cursorText(text)) // the segment's summary (or, without partial output, its only line)
+		a.emit(a.cursorText(text, false)) // the segment's summary (or, without partial output, its only line)
 		return
 	}
 	id := a.nextID("msg_")
@@ -378,10 +381,17 @@ func (a *agent) result(errText string, errs []string) {
 
 type obj = map[string]any
 
-func (a *agent) cursorText(text string) obj {
-	return obj{"type": "assistant", "message": obj{"role": "assistant",
-		"content": []obj{{"type": "text", "text": text}}}, "session_id": a.session,
-		"timestamp_ms": time.Now().UnixMilli()}
+// cursorText is an assistant line: a delta carries timestamp_ms, a
+// segment's summary carries model_call_id instead, as Cursor's do.
+func (a *agent) cursorText(text string, delta bool) obj {
+	line := obj{"type": "assistant", "message": obj{"role": "assistant",
+		"content": []obj{{"type": "text", "text": text}}}, "session_id": a.session}
+	if delta {
+		line["timestamp_ms"] = time.Now().UnixMilli()
+	} else {
+		line["model_call_id"] = a.nextID("mc_")
+	}
+	return line
 }
 
 func (a *agent) assistant(id string, block obj) obj {

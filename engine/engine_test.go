@@ -1,0 +1,280 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golem-chat/golem/engine"
+	"github.com/golem-chat/golem/engine/enginetest"
+	"github.com/golem-chat/golem/parser"
+)
+
+// fake returns an engine named name ("claude-code" or "cursor") running the
+// fake agent, and the path of the fake's invocation log.
+func fake(t testing.TB, name string, cfg engine.Config) (engine.Engine, string) {
+	t.Helper()
+	cfg.Command = enginetest.Build(t)
+	if name == "cursor" {
+		cfg.Command = enginetest.BuildCursor(t)
+	}
+	logPath := filepath.Join(t.TempDir(), "fake-agent.log")
+	env := map[string]string{"FAKE_AGENT_LOG": logPath}
+	for k, v := range cfg.Env {
+		env[k] = v
+	}
+	cfg.Env = env
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	e, err := engine.New(name, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, logPath
+}
+
+// collect reads the run's events until the channel closes, and checks the
+// contract: exactly one terminal event, last.
+func collect(t testing.TB, r *engine.Run) []parser.Event {
+	t.Helper()
+	var events []parser.Event
+	deadline := time.After(60 * time.Second)
+	for {
+		select {
+		case ev, ok := <-r.Events():
+			if !ok {
+				checkTerminal(t, events)
+				return events
+			}
+			events = append(events, ev)
+		case <-deadline:
+			t.Fatalf("run did not end; events so far: %+v", events)
+		}
+	}
+}
+
+func checkTerminal(t testing.TB, events []parser.Event) {
+	t.Helper()
+	for i, ev := range events {
+		if ev.Terminal() != (i == len(events)-1) {
+			t.Fatalf("terminal event at %d of %d: %+v", i, len(events), events)
+		}
+	}
+	if len(events) == 0 {
+		t.Fatal("no events; want a terminal one")
+	}
+}
+
+// runTurn runs one turn to its end and returns its events.
+func runTurn(t testing.TB, e engine.Engine, turn engine.Turn) []parser.Event {
+	t.Helper()
+	if turn.Workdir == "" {
+		turn.Workdir = t.TempDir()
+	}
+	r, err := e.Run(context.Background(), turn)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return collect(t, r)
+}
+
+// textOf is the concatenated text of events.
+func textOf(events []parser.Event) string {
+	var b strings.Builder
+	for _, ev := range events {
+		if ev.Type == parser.Text {
+			b.WriteString(ev.Content)
+		}
+	}
+	return b.String()
+}
+
+func lastEvent(events []parser.Event) parser.Event { return events[len(events)-1] }
+
+func TestArgv(t *testing.T) {
+	claudeBase := []string{"--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"}
+	cursorBase := []string{"--output-format", "stream-json", "--stream-partial-output", "--force", "--trust",
+		"--sandbox", "disabled", "--approve-mcps"}
+	cat := func(parts ...[]string) []string { return slices.Concat(parts...) }
+	tests := []struct {
+		name   string
+		engine string
+		cfg    engine.Config
+		turn   engine.Turn
+		want   []string
+	}{
+		{"claude plain", "claude-code", engine.Config{}, engine.Turn{Prompt: "hi"},
+			cat([]string{"-p", "hi"}, claudeBase, []string{"--include-partial-messages"})},
+		{"claude resume model args", "claude-code", engine.Config{Args: []string{"--max-turns", "3"}},
+			engine.Turn{Prompt: "hi", SessionID: "s-1", Model: "opus"},
+			cat([]string{"-p", "hi"}, claudeBase, []string{"--include-partial-messages", "--resume", "s-1", "--model", "opus", "--max-turns", "3"})},
+		{"claude no partial messages", "claude-code", engine.Config{NoPartialMessages: true}, engine.Turn{Prompt: "hi"},
+			cat([]string{"-p", "hi"}, claudeBase)},
+		{"claude key is not an arg", "claude-code", engine.Config{}, engine.Turn{Prompt: "hi", APIKey: "k"},
+			cat([]string{"-p", "hi"}, claudeBase, []string{"--include-partial-messages"})},
+		{"claude prompt like a flag", "claude-code", engine.Config{NoPartialMessages: true}, engine.Turn{Prompt: "-v please"},
+			cat([]string{"-p", " -v please"}, claudeBase)},
+		{"claude files", "claude-code", engine.Config{NoPartialMessages: true}, engine.Turn{Prompt: "see", Files: []string{"/in/a.png", "/in/b.txt"}},
+			cat([]string{"-p", "see\n\nAttached files: /in/a.png, /in/b.txt"}, claudeBase)},
+		{"cursor plain", "cursor", engine.Config{}, engine.Turn{Prompt: "hi"},
+			cat([]string{"-p", "hi"}, cursorBase)},
+		{"cursor resume model key args", "cursor", engine.Config{},
+			engine.Turn{Prompt: "hi", SessionID: "s-2", Model: "gpt-5", APIKey: "ck"},
+			cat([]string{"-p", "hi"}, cursorBase, []string{"--resume", "s-2", "--model", "gpt-5", "--api-key", "ck"})},
+		{"cursor config key", "cursor", engine.Config{APIKey: "cfg"}, engine.Turn{Prompt: "hi"},
+			cat([]string{"-p", "hi"}, cursorBase, []string{"--api-key", "cfg"})},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e, logPath := fake(t, tc.engine, tc.cfg)
+			tc.turn.Workdir = t.TempDir()
+			events := runTurn(t, e, tc.turn)
+			if ev := lastEvent(events); ev.Type != parser.Done {
+				t.Fatalf("terminal = %+v", ev)
+			}
+			invs := enginetest.ReadLog(t, logPath)
+			if len(invs) != 1 {
+				t.Fatalf("%d invocations, want 1", len(invs))
+			}
+			if got := invs[0].Argv[1:]; !slices.Equal(got, tc.want) {
+				t.Errorf("argv\n got %q\nwant %q", got, tc.want)
+			}
+			wd, _ := filepath.EvalSymlinks(tc.turn.Workdir)
+			if cwd, _ := filepath.EvalSymlinks(invs[0].Cwd); cwd != wd {
+				t.Errorf("cwd = %s, want %s", cwd, wd)
+			}
+		})
+	}
+}
+
+// TestEnv checks the child's environment: the key passthrough both ways,
+// Config.Env, and CLAUDECODE always removed. It sets process variables, so
+// it does not run in parallel.
+func TestEnv(t *testing.T) {
+	t.Setenv("CLAUDECODE", "1")
+	t.Setenv("ANTHROPIC_API_KEY", "parent-anthropic")
+	t.Setenv("CURSOR_API_KEY", "parent-cursor")
+	t.Setenv("GOLEM_TEST_INHERITED", "yes")
+	unset := "<unset>"
+	tests := []struct {
+		name          string
+		engine        string
+		cfg           engine.Config
+		key           string
+		anthropic     string
+		cursor        string
+		extra, inherit string
+	}{
+		{"claude turn key", "claude-code", engine.Config{}, "turn-key", "turn-key", "parent-cursor", unset, "yes"},
+		{"claude config key", "claude-code", engine.Config{APIKey: "cfg-key"}, "", "cfg-key", "parent-cursor", unset, "yes"},
+		{"claude turn key wins", "claude-code", engine.Config{APIKey: "cfg-key"}, "turn-key", "turn-key", "parent-cursor", unset, "yes"},
+		{"claude inherits", "claude-code", engine.Config{}, "", "parent-anthropic", "parent-cursor", unset, "yes"},
+		{"claude config env", "claude-code", engine.Config{Env: map[string]string{"GOLEM_TEST_EXTRA": "x", "CLAUDECODE": "1"}}, "",
+			"parent-anthropic", "parent-cursor", "x", "yes"},
+		{"cursor turn key", "cursor", engine.Config{}, "turn-key", "parent-anthropic", "turn-key", unset, "yes"},
+		{"cursor inherits", "cursor", engine.Config{}, "", "parent-anthropic", "parent-cursor", unset, "yes"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, logPath := fake(t, tc.engine, tc.cfg)
+			runTurn(t, e, engine.Turn{Prompt: "hi", APIKey: tc.key})
+			env := enginetest.ReadLog(t, logPath)[0].Env
+			get := func(k string) string {
+				if v, ok := env[k]; ok {
+					return v
+				}
+				return unset
+			}
+			if got := get("CLAUDECODE"); got != unset {
+				t.Errorf("CLAUDECODE = %q in the child; want it removed", got)
+			}
+			for k, want := range map[string]string{"ANTHROPIC_API_KEY": tc.anthropic, "CURSOR_API_KEY": tc.cursor,
+				"GOLEM_TEST_EXTRA": tc.extra, "GOLEM_TEST_INHERITED": tc.inherit} {
+				if got := get(k); got != want {
+					t.Errorf("%s = %q, want %q", k, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestLookup checks the order configured command → PATH → ~/.local/bin and
+// the not-installed error. It sets PATH and HOME, so it is not parallel.
+func TestLookup(t *testing.T) {
+	home, pathDir, elsewhere := t.TempDir(), t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("PATH", pathDir)
+	localBin := filepath.Join(home, ".local", "bin")
+	if err := os.MkdirAll(localBin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := func(dir, name string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	inLocal := script(localBin, "claude")
+	if got, err := engine.NewClaudeCode(engine.Config{}).Lookup(); err != nil || got != inLocal {
+		t.Errorf("~/.local/bin: Lookup() = %q, %v; want %q", got, err, inLocal)
+	}
+	inPath := script(pathDir, "claude")
+	if got, err := engine.NewClaudeCode(engine.Config{}).Lookup(); err != nil || got != inPath {
+		t.Errorf("PATH before ~/.local/bin: Lookup() = %q, %v; want %q", got, err, inPath)
+	}
+	configured := script(elsewhere, "my-claude")
+	if got, err := engine.NewClaudeCode(engine.Config{Command: configured}).Lookup(); err != nil || got != configured {
+		t.Errorf("configured path: Lookup() = %q, %v; want %q", got, err, configured)
+	}
+	named := script(pathDir, "claude-nightly")
+	if got, err := engine.NewClaudeCode(engine.Config{Command: "claude-nightly"}).Lookup(); err != nil || got != named {
+		t.Errorf("configured name: Lookup() = %q, %v; want %q", got, err, named)
+	}
+
+	for _, tc := range []struct {
+		engine engine.Engine
+		hint   string
+	}{
+		{engine.NewClaudeCode(engine.Config{Command: filepath.Join(elsewhere, "missing")}), "@anthropic-ai/claude-code"},
+		{engine.NewCursor(engine.Config{}), "Cursor's CLI"},
+	} {
+		_, err := tc.engine.Lookup()
+		if !errors.Is(err, engine.ErrNotInstalled) || !strings.Contains(err.Error(), tc.hint) {
+			t.Errorf("%s: Lookup() error = %v; want ErrNotInstalled saying %q", tc.engine.Name(), err, tc.hint)
+		}
+		if _, err := tc.engine.Run(context.Background(), engine.Turn{Prompt: "x", Workdir: t.TempDir()}); !errors.Is(err, engine.ErrNotInstalled) {
+			t.Errorf("%s: Run error = %v; want ErrNotInstalled", tc.engine.Name(), err)
+		}
+	}
+}
+
+// TestInstalledLater checks that Run looks the CLI up each time.
+func TestInstalledLater(t *testing.T) {
+	dir := t.TempDir()
+	e := engine.NewCursor(engine.Config{Command: filepath.Join(dir, "agent")})
+	if _, err := e.Run(context.Background(), engine.Turn{Prompt: "x", Workdir: dir}); !errors.Is(err, engine.ErrNotInstalled) {
+		t.Fatalf("before install: %v", err)
+	}
+	if err := os.Symlink(enginetest.Build(t), filepath.Join(dir, "agent")); err != nil {
+		t.Fatal(err)
+	}
+	events := runTurn(t, e, engine.Turn{Prompt: "now", Workdir: dir})
+	if lastEvent(events).Type != parser.Done || textOf(events) != "echo: now" {
+		t.Errorf("after install: %+v", events)
+	}
+}
+
+func TestNewUnknownEngine(t *testing.T) {
+	if _, err := engine.New("codex", engine.Config{}); err == nil {
+		t.Error("New(codex) succeeded")
+	}
+}
