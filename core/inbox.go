@@ -11,6 +11,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/golem-chat/golem/store"
 )
 
 // ErrTooLarge is returned by Inbox.Save for a file over the size limit.
@@ -94,3 +96,5 @@ type StateStore interface {
 	Load(key string) ([]byte, error) // nil, nil when absent
 	Save(key string, value []byte) error
 }
+
+var _ StateStore = (*store.Store)(nil)
