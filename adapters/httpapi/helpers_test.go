@@ -51,8 +51,9 @@ func refuse(t *testing.T) fakeHandler {
 }
 
 // serve starts a Server on a fresh 127.0.0.1 port and returns it with its
-// base URL. The server stops at the end of the test; Start must return nil.
-func serve(t *testing.T, opts Options, h core.Handler) (*Server, string) {
+// base URL; setup, when given, adjusts the server before it starts. The
+// server stops at the end of the test; Start must return nil.
+func serve(t *testing.T, opts Options, h core.Handler, setup ...func(*Server)) (*Server, string) {
 	t.Helper()
 	ln, base := listen(t)
 	opts.Listener = ln
@@ -62,6 +63,9 @@ func serve(t *testing.T, opts Options, h core.Handler) (*Server, string) {
 	s, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range setup {
+		f(s)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -82,7 +86,7 @@ func serve(t *testing.T, opts Options, h core.Handler) (*Server, string) {
 
 // listen opens a listener on a fresh 127.0.0.1 port, closed at the end of
 // the test, and returns it with its base URL.
-func listen(t *testing.T) (net.Listener, string) {
+func listen(t testing.TB) (net.Listener, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

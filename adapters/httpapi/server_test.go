@@ -28,18 +28,22 @@ func TestChatStreamsEventsInOrder(t *testing.T) {
 	// The event after the terminal one must never reach the client.
 	events := append(append([]parser.Event(nil), turn...), parser.Event{Type: parser.Text, Content: "late"})
 	got := make(chan core.Message, 1)
-	s, base := serve(t, Options{}, script(2*time.Millisecond, got, events...))
-	s.heartbeat = time.Millisecond // keep-alive comments between events must not disturb the framing
+	// Keep-alive comments between the events must not disturb the framing.
+	_, base := serve(t, Options{}, script(2*time.Millisecond, got, events...), func(s *Server) { s.heartbeat = time.Millisecond })
 
 	res := postChat(t, base, `{"conversation":"c-42","text":"say hello"}`)
+	sse := newSSEReader(res.Body)
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("status %d", res.StatusCode)
 	}
 	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Errorf("Content-Type = %q", ct)
 	}
-	if got := (newSSEReader(res.Body)).readAll(t); strings.Join(got, "\n") != strings.Join(wire(t, turn...), "\n") {
+	if got := sse.readAll(t); strings.Join(got, "\n") != strings.Join(wire(t, turn...), "\n") {
 		t.Errorf("stream:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wire(t, turn...), "\n"))
+	}
+	if sse.comments == 0 {
+		t.Error("no keep-alive comment in a stream with a 1 ms heartbeat")
 	}
 
 	m := <-got
