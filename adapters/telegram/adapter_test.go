@@ -1,0 +1,434 @@
+package telegram
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golem-chat/golem/adapters/telegram/telegramtest"
+	"github.com/golem-chat/golem/core"
+)
+
+var ann = telegramtest.User{ID: 42, Username: "ann", FirstName: "Ann"}
+
+// recorder is a core.Handler that hands messages to the test.
+type recorder struct{ ch chan core.Message }
+
+func (r *recorder) Handle(_ context.Context, m core.Message) { r.ch <- m }
+
+func (r *recorder) next(t *testing.T) core.Message {
+	t.Helper()
+	select {
+	case m := <-r.ch:
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatal("no message delivered")
+		return core.Message{}
+	}
+}
+
+// memState is a core.StateStore in memory.
+type memState struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (s *memState) Load(k string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[k], nil
+}
+
+func (s *memState) Save(k string, v []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string][]byte{}
+	}
+	s.m[k] = append([]byte(nil), v...)
+	return nil
+}
+
+// start runs an adapter against s until the test ends; stop stops it
+// early and waits for Start to return.
+func start(t *testing.T, s *telegramtest.Server, opts Options) (a *Adapter, r *recorder, stop func()) {
+	t.Helper()
+	opts.Token, opts.APIURL = s.Token(), s.URL
+	if opts.PrivateInterval == 0 { // budgets are tested on their own
+		opts.PrivateInterval, opts.GroupInterval = 10*time.Millisecond, 10*time.Millisecond
+	}
+	if opts.Inbox.Dir == "" {
+		opts.Inbox.Dir = t.TempDir()
+	}
+	a, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = &recorder{ch: make(chan core.Message, 100)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Start(ctx, r) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Start returned %v after cancel", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Error("Start did not return after cancel")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return a, r, stop
+}
+
+func TestDirectMessageRoundTrip(t *testing.T) {
+	s := telegramtest.New(t, telegramtest.Options{})
+	a, r, _ := start(t, s, Options{})
+	p := s.PushPrivate(ann, "hello <bot>")
+	m := r.next(t)
+	want := core.Message{EventID: "telegram:1001", Platform: "telegram", Channel: "42", ID: "1", User: "42", UserName: "ann", Text: "hello <bot>", DM: true}
+	if m.EventID != want.EventID || m.Channel != want.Channel || m.ID != want.ID || m.User != want.User || m.Text != want.Text || !m.DM || m.Thread != "" {
+		t.Fatalf("got %+v\nwant %+v", m, want)
+	}
+	if p.UpdateID != 1001 {
+		t.Fatalf("update id %d", p.UpdateID)
+	}
+	ctx := context.Background()
+	ref, err := a.Send(ctx, core.Place{Channel: m.Channel, ReplyTo: m.ID}, "Working on **it**")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Edit(ctx, ref, "Done: `x < y`"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Edit(ctx, ref, "Done: `x < y`"); err != nil {
+		t.Fatalf("an unchanged edit is not an error: %v", err)
+	}
+	if err := a.SendActivity(ctx, ref, "🔧 **Bash** — `go test ./...`"); err != nil {
+		t.Fatal(err)
+	}
+	got := s.BotMessages(42)
+	if len(got) != 2 || got[0].Text != "Done: x < y" || got[0].ReplyTo != 0 || got[1].Text != "🔧 Bash — go test ./..." || got[1].ReplyTo != got[0].ID {
+		t.Fatalf("bot messages = %+v", got)
+	}
+	if got[0].Raw != "Done: <code>x &lt; y</code>" || got[0].ParseMode != "HTML" {
+		t.Fatalf("answer sent as %q (%s)", got[0].Raw, got[0].ParseMode)
+	}
+	if n := len(s.Calls("editMessageText")); n != 2 {
+		t.Fatalf("%d edits sent, want 2 (the second answered not modified)", n)
+	}
+	for _, cmd := range []string{`"new"`, `"stop"`, `"status"`, `"engine"`, `"model"`, `"help"`} {
+		if !strings.Contains(s.Commands(), cmd) {
+			t.Errorf("setMyCommands lacks %s: %s", cmd, s.Commands())
+		}
+	}
+}
+
+func TestWhichMessagesAreDelivered(t *testing.T) {
+	s := telegramtest.New(t, telegramtest.Options{})
+	a, r, _ := start(t, s, Options{})
+	const group = -100
+	// An answer of the bot in the group, to reply to.
+	ref, err := a.Send(context.Background(), core.Place{Channel: "-100"}, "earlier answer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	botMsg := mustInt(t, ref.ID)
+	tests := []struct {
+		name      string
+		in        telegramtest.Incoming
+		deliver   bool
+		text      string
+		mentioned bool
+	}{
+		{"group without mention", telegramtest.Incoming{Chat: group, From: ann, Text: "just chatting"}, false, "", false},
+		{"group mention", telegramtest.Incoming{Chat: group, From: ann, Text: "😀 @golem_bot fix   it"}, true, "😀 fix it", true},
+		{"mention in other case", telegramtest.Incoming{Chat: group, From: ann, Text: "@Golem_Bot hi"}, true, "hi", true},
+		{"other mention only", telegramtest.Incoming{Chat: group, From: ann, Text: "@bob look"}, false, "", false},
+		{"reply to the bot", telegramtest.Incoming{Chat: group, From: ann, Text: "and tests?", ReplyTo: botMsg}, true, "and tests?", true},
+		{"command for us", telegramtest.Incoming{Chat: group, From: ann, Text: "/stop@golem_bot"}, true, "/stop", true},
+		{"command with args", telegramtest.Incoming{Chat: group, From: ann, Text: "/model@golem_bot opus"}, true, "/model opus", true},
+		{"bare command", telegramtest.Incoming{Chat: group, From: ann, Text: "/status"}, true, "/status", true},
+		{"command for another bot", telegramtest.Incoming{Chat: group, From: ann, Text: "/stop@other_bot"}, false, "", false},
+		{"private command", telegramtest.Incoming{Chat: 42, From: ann, Text: "/new@golem_bot"}, true, "/new", true},
+		{"start opens help", telegramtest.Incoming{Chat: 42, From: ann, Text: "/start"}, true, "/help", true},
+		{"edited message", telegramtest.Incoming{Chat: 42, From: ann, Text: "edited", Edited: true}, false, "", false},
+		{"another bot", telegramtest.Incoming{Chat: 42, From: telegramtest.User{ID: 7, IsBot: true}, Text: "beep"}, false, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := s.Push(tt.in)
+			// Updates are handled in order: once the sentinel arrives, the
+			// message before it was handled or dropped.
+			s.PushPrivate(ann, "sentinel")
+			m := r.next(t)
+			if !tt.deliver {
+				if m.Text != "sentinel" {
+					t.Fatalf("delivered %+v", m)
+				}
+				return
+			}
+			if m.EventID != "telegram:"+itoa(p.UpdateID) || m.Text != tt.text || m.Mentioned != tt.mentioned {
+				t.Fatalf("got %+v, want text %q mentioned %v", m, tt.text, tt.mentioned)
+			}
+			if s := r.next(t); s.Text != "sentinel" {
+				t.Fatalf("then %+v", s)
+			}
+		})
+	}
+}
+
+func TestForumTopic(t *testing.T) {
+	s := telegramtest.New(t, telegramtest.Options{})
+	a, r, _ := start(t, s, Options{})
+	s.PushTopic(-200, 77, ann, "no mention in a topic")
+	s.PushTopic(-200, 77, ann, "@golem_bot in the topic")
+	m := r.next(t)
+	if m.Text != "in the topic" || m.Thread != "77" || m.Channel != "-200" || m.DM {
+		t.Fatalf("got %+v", m)
+	}
+	typing := a.Typing(context.Background(), m)
+	s.WaitUntil(t, 5*time.Second, "a typing action", func() bool { return len(s.Calls("sendChatAction")) > 0 })
+	typing()
+	c := s.Calls("sendChatAction")[0]
+	if c.Params.Get("message_thread_id") != "77" || c.Params.Get("action") != "typing" {
+		t.Fatalf("typing sent %v", c.Params)
+	}
+	ref, err := a.Send(context.Background(), core.Place{Channel: m.Channel, Thread: m.Thread, ReplyTo: m.ID}, "answer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SendActivity(context.Background(), ref, "tool"); err != nil {
+		t.Fatal(err)
+	}
+	got := s.BotMessages(-200)
+	if len(got) != 2 || got[0].Thread != 77 || itoa(got[0].ReplyTo) != m.ID || got[1].Thread != 77 || got[1].ReplyTo != got[0].ID {
+		t.Fatalf("bot messages = %+v", got)
+	}
+}
+
+func TestHTMLRejectedResendsPlainText(t *testing.T) {
+	s := telegramtest.New(t, telegramtest.Options{})
+	a, _, _ := start(t, s, Options{})
+	s.Fail(1, telegramtest.Failure{Method: "sendMessage", HTMLOnly: true, Code: 400, Desc: "Bad Request: can't parse entities: Unsupported start tag"})
+	ref, err := a.Send(context.Background(), core.Place{Channel: "42"}, "**bold** & <x>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Fail(1, telegramtest.Failure{Method: "editMessageText", HTMLOnly: true, Code: 400, Desc: "Bad Request: can't parse entities: x"})
+	if err := a.Edit(context.Background(), ref, "**bolder** & <x>"); err != nil {
+		t.Fatal(err)
+	}
+	got := s.BotMessages(42)
+	if len(got) != 1 || got[0].Text != "bolder & <x>" || got[0].ParseMode != "" {
+		t.Fatalf("bot messages = %+v", got)
+	}
+}
+
+func TestRetries(t *testing.T) {
+	s := telegramtest.New(t, telegramtest.Options{})
+	a, _, _ := start(t, s, Options{})
+	s.Fail(1, telegramtest.Failure{Method: "sendMessage", Code: 429, Desc: "Too Many Requests: retry after 1", RetryAfter: 1})
+	s.Fail(2, telegramtest.Failure{Method: "sendMessage", Code: 502, Desc: "Bad Gateway"})
+	if _, err := a.Send(context.Background(), core.Place{Channel: "42"}, "through"); err != nil {
+		t.Fatal(err)
+	}
+	calls := s.Calls("sendMessage")
+	if len(calls) != 4 {
+		t.Fatalf("%d sendMessage calls, want 4", len(calls))
+	}
+	if gap := calls[1].At.Sub(calls[0].At); gap < time.Second {
+		t.Fatalf("retried %v after a 429 with retry_after 1", gap)
+	}
+	if got := s.BotMessages(42); len(got) != 1 || got[0].Text != "through" {
+		t.Fatalf("bot messages = %+v", got)
+	}
+	s.Fail(1, telegramtest.Failure{Method: "sendMessage", Code: 403, Desc: "Forbidden: bot was blocked by the user"})
+	_, err := a.Send(context.Background(), core.Place{Channel: "42"}, "blocked")
+	if err == nil || !strings.Contains(err.Error(), "blocked") {
+		t.Fatalf("a 403 answered %v", err)
+	}
+}
+
+func TestShutdownDoesNotWaitOutThePoll(t *testing.T) {
+	s := telegramtest.New(t, telegramtest.Options{})
+	_, _, stop := start(t, s, Options{PollTimeout: 50 * time.Second})
+	s.WaitUntil(t, 5*time.Second, "a long poll", func() bool { return len(s.Calls("getUpdates")) > 0 })
+	if p := s.Calls("getUpdates")[0].Params.Get("timeout"); p != "50" {
+		t.Fatalf("long poll timeout %q", p)
+	}
+	stop() // fails the test if Start takes 10s to return
+}
+
+func TestOffsetSurvivesRestart(t *testing.T) {
+	s := telegramtest.New(t, telegramtest.Options{})
+	state := &memState{}
+	_, r, stop := start(t, s, Options{State: state})
+	s.PushPrivate(ann, "one")
+	s.PushPrivate(ann, "two")
+	seen := map[string]int{}
+	for range 2 {
+		seen[r.next(t).EventID]++
+	}
+	stop()
+	s.PushPrivate(ann, "three (sent while down)")
+	_, r2, _ := start(t, s, Options{State: state})
+	s.PushPrivate(ann, "four")
+	for range 2 {
+		seen[r2.next(t).EventID]++
+	}
+	s.PushPrivate(ann, "sentinel")
+	if m := r2.next(t); m.Text != "sentinel" {
+		t.Fatalf("a repeated update after restart: %+v", m)
+	}
+	for _, id := range []string{"telegram:1001", "telegram:1002", "telegram:1003", "telegram:1004"} {
+		if seen[id] != 1 {
+			t.Errorf("%s delivered %d times: %v", id, seen[id], seen)
+		}
+	}
+	if b, _ := state.Load(offsetKey); string(b) != "1006" {
+		t.Errorf("stored offset %q, want 1006", b)
+	}
+}
+
+func TestAttachments(t *testing.T) {
+	s := telegramtest.New(t, telegramtest.Options{})
+	_, r, _ := start(t, s, Options{Inbox: core.Inbox{Dir: t.TempDir(), MaxBytes: 100}})
+	s.PushPhoto(42, ann, "what is this?", []byte("JPEGDATA"))
+	m := r.next(t)
+	if m.Text != "what is this?" || len(m.Attachments) != 1 {
+		t.Fatalf("got %+v", m)
+	}
+	if b, err := os.ReadFile(m.Attachments[0].Path); err != nil || string(b) != "JPEGDATA" {
+		t.Fatalf("saved photo %q, %v", b, err)
+	}
+	s.PushDocument(-5, ann, "@golem_bot review", "../../etc/passwd", []byte("doc"))
+	m = r.next(t)
+	if len(m.Attachments) != 1 || m.Attachments[0].Name != "../../etc/passwd" || strings.Contains(m.Attachments[0].Path, "..") {
+		t.Fatalf("document saved as %+v", m.Attachments)
+	}
+	s.PushDocument(42, ann, "", "big.bin", bytes.Repeat([]byte("x"), 101))
+	m = r.next(t)
+	if len(m.Attachments) != 0 || !strings.Contains(m.Text, `"big.bin" was not saved: it is too large`) {
+		t.Fatalf("oversized file gave %+v", m)
+	}
+}
+
+func TestBudgetsKeepWithinTelegramsLimits(t *testing.T) {
+	s := telegramtest.New(t, telegramtest.Options{EnforceRates: true, PerChatInterval: 100 * time.Millisecond, GlobalPerSecond: 10})
+	a, _, _ := start(t, s, Options{PrivateInterval: 150 * time.Millisecond, GlobalPerSecond: 8})
+	var wg sync.WaitGroup
+	for i := range 12 {
+		chat := "42"
+		if i%2 == 1 {
+			chat = itoa(int64(100 + i))
+		}
+		wg.Go(func() {
+			if _, err := a.Send(context.Background(), core.Place{Channel: chat}, "m"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := s.TooMany(); n != 0 {
+		t.Fatalf("the fake answered 429 %d times", n)
+	}
+	if n := len(s.BotMessages(42)); n != 6 {
+		t.Fatalf("%d messages in chat 42, want 6", n)
+	}
+}
+
+func TestGatePrefersNewMessagesOverEdits(t *testing.T) {
+	g := newGate(time.Hour)
+	if err := g.wait(context.Background(), prioEdit); err != nil { // takes the free turn
+		t.Fatal(err)
+	}
+	order := make(chan int, 2)
+	for _, p := range []int{prioEdit, prioSend} {
+		go func() {
+			if g.wait(context.Background(), p) == nil {
+				order <- p
+			}
+		}()
+		for queued := false; !queued; { // wait until it is queued
+			g.mu.Lock()
+			queued = len(g.queue[p]) == 1
+			g.mu.Unlock()
+		}
+	}
+	g.mu.Lock()
+	g.last = time.Time{} // the hour is over
+	g.mu.Unlock()
+	g.release()
+	g.mu.Lock()
+	g.last = time.Time{}
+	g.mu.Unlock()
+	g.release()
+	if a, b := <-order, <-order; a != prioSend || b != prioEdit {
+		t.Fatalf("grant order %d, %d; want the send first", a, b)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	g.mu.Lock()
+	g.last = time.Now()
+	g.mu.Unlock()
+	if err := g.wait(ctx, prioSend); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled wait returned %v", err)
+	}
+}
+
+func TestUnauthorizedAndTokenNeverLogged(t *testing.T) {
+	s := telegramtest.New(t, telegramtest.Options{})
+	a, err := New(Options{Token: "999:WRONG", APIURL: s.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background(), &recorder{}); !errors.Is(err, ErrUnauthorized) {
+		t.Fatalf("a refused token gave %v", err)
+	}
+
+	var logs bytes.Buffer
+	lg := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	a2, _, _ := start(t, s, Options{Logger: lg})
+	if _, err := a2.Send(context.Background(), core.Place{Channel: "42"}, "up"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err = a2.Send(ctx, core.Place{Channel: "42"}, "down")
+	if err == nil {
+		t.Fatal("a send to a closed server succeeded")
+	}
+	if !strings.Contains(logs.String(), "retrying") {
+		t.Fatalf("no retry logged:\n%s", logs.String())
+	}
+	if strings.Contains(logs.String()+err.Error(), s.Token()) {
+		t.Fatalf("the token leaked:\n%s\n%v", logs.String(), err)
+	}
+}
+
+func mustInt(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := parseID(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func itoa(n int64) string { return strconvFormat(n) }
+
+func strconvFormat(n int64) string { return strconv.FormatInt(n, 10) }

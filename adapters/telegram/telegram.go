@@ -1,0 +1,261 @@
+// Package telegram connects golem to Telegram through the Bot API: long
+// polling for updates, answers rendered as Telegram HTML and streamed by
+// editing one message, tool activity as replies to the answer.
+//
+// It uses github.com/go-telegram-bot-api/telegram-bot-api/v5 for the
+// connection and types; what that library predates (message_thread_id,
+// sendMessageDraft, contexts, retry_after) the adapter does itself.
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/golem-chat/golem/core"
+)
+
+// DefaultAPIURL is Telegram's Bot API.
+const DefaultAPIURL = "https://api.telegram.org"
+
+// offsetKey is where the update offset is kept in Options.State.
+const offsetKey = "telegram.offset"
+
+// Options configure an Adapter.
+type Options struct {
+	Token  string // from BotFather
+	APIURL string // default DefaultAPIURL; a local Bot API server or a fake
+	Inbox  core.Inbox
+	// State keeps the update offset across restarts; nil keeps it in
+	// memory only (a restart then gets the unconfirmed updates again).
+	State  core.StateStore
+	Logger *slog.Logger
+	// PollTimeout is the long-poll timeout of getUpdates; default 50s.
+	PollTimeout time.Duration
+	// HTTPClient makes every request; default a client without an
+	// overall timeout (each call is bounded by its context).
+	HTTPClient *http.Client
+	// Budgets; zero values take the defaults that keep within Telegram's
+	// limits: 1.1s between messages in a private chat, 3s in a group
+	// (20 a minute), 25 requests a second overall.
+	PrivateInterval time.Duration
+	GroupInterval   time.Duration
+	GlobalPerSecond float64
+}
+
+// Adapter is the Telegram core.Adapter. Create it with New; Start runs
+// the polling loop. Send, Edit and SendActivity may be called from many
+// goroutines; they wait until Start has connected.
+type Adapter struct {
+	opts    Options
+	log     *slog.Logger
+	base    string
+	client  *http.Client
+	budgets *budgets
+
+	ready chan struct{} // closed once api and self are set
+	api   caller
+	self  tgbotapi.User
+}
+
+var (
+	_ core.Adapter  = (*Adapter)(nil)
+	_ core.Measurer = (*Adapter)(nil)
+	_ core.Typist   = (*Adapter)(nil)
+)
+
+// ErrUnauthorized means Telegram refused the bot token.
+var ErrUnauthorized = errors.New("telegram: the bot token was refused (check telegram.token)")
+
+// New checks opts and returns an adapter; it does not connect yet.
+func New(opts Options) (*Adapter, error) {
+	if opts.Token == "" {
+		return nil, errors.New("telegram: token is required")
+	}
+	if opts.APIURL == "" {
+		opts.APIURL = DefaultAPIURL
+	}
+	if opts.PollTimeout <= 0 {
+		opts.PollTimeout = 50 * time.Second
+	}
+	if opts.PrivateInterval <= 0 {
+		opts.PrivateInterval = 1100 * time.Millisecond
+	}
+	if opts.GroupInterval <= 0 {
+		opts.GroupInterval = 3 * time.Second
+	}
+	if opts.GlobalPerSecond <= 0 {
+		opts.GlobalPerSecond = 25
+	}
+	client := opts.HTTPClient
+	if client == nil {
+		client = &http.Client{}
+	}
+	return &Adapter{
+		opts:    opts,
+		log:     logger(opts.Logger).With("platform", "telegram"),
+		base:    strings.TrimRight(opts.APIURL, "/"),
+		client:  client,
+		budgets: newBudgets(opts.PrivateInterval, opts.GroupInterval, time.Duration(float64(time.Second)/opts.GlobalPerSecond)),
+		ready:   make(chan struct{}),
+	}, nil
+}
+
+// Platform is "telegram".
+func (a *Adapter) Platform() string { return "telegram" }
+
+// Limits are Telegram's: 4,096 UTF-16 units of visible text (see Measure),
+// about one message or edit a second per chat.
+func (a *Adapter) Limits() core.Limits {
+	return core.Limits{
+		MaxLen:          4096,
+		MinEditInterval: time.Second,
+		MinPostInterval: time.Second,
+		Dialect:         core.DialectTelegramHTML,
+	}
+}
+
+// Measure is the length Telegram counts for markdown once rendered: UTF-16
+// code units of the text after entity parsing.
+func (a *Adapter) Measure(markdown string) int { return measure(markdown) }
+
+// commands are registered with setMyCommands at start.
+var commands = []tgbotapi.BotCommand{
+	{Command: "new", Description: "Start a new conversation"},
+	{Command: "stop", Description: "Stop the running answer"},
+	{Command: "status", Description: "Show the session, engine and model"},
+	{Command: "engine", Description: "Show or switch the agent engine"},
+	{Command: "model", Description: "Show or switch the model"},
+	{Command: "help", Description: "List the commands"},
+}
+
+// Start connects (getMe, retried with backoff), registers the commands and
+// polls for updates until ctx is done, delivering messages to h. It
+// returns nil after ctx is cancelled (an in-flight poll is aborted, not
+// waited out) and an error only when the token is refused.
+func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
+	if err := a.connect(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	cmds, _ := json.Marshal(commands)
+	if _, err := a.do(ctx, "setMyCommands", tgbotapi.Params{"commands": string(cmds)}); err != nil && ctx.Err() == nil {
+		a.log.Warn("telegram: registering commands failed", "err", err)
+	}
+	return a.poll(ctx, h)
+}
+
+func (a *Adapter) connect(ctx context.Context) error {
+	backoff := firstBackoff
+	for {
+		bot, err := tgbotapi.NewBotAPIWithClient(a.opts.Token, a.base+"/bot%s/%s", ctxClient{ctx: ctx, c: a.client})
+		if err == nil {
+			a.self = bot.Self
+			a.api = &botCaller{bot: bot, client: a.client, token: a.opts.Token}
+			close(a.ready)
+			a.log.Info("telegram: connected", "bot", bot.Self.UserName)
+			return nil
+		}
+		err = redact(err, a.opts.Token)
+		if te, ok := apiError(err); ok && (te.Code == http.StatusUnauthorized || te.Code == http.StatusNotFound) {
+			return ErrUnauthorized
+		}
+		a.log.Warn("telegram: connecting failed, retrying", "err", err, "retry_in", backoff)
+		if err := sleep(ctx, backoff); err != nil {
+			return err
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// extra holds the update fields the library drops.
+type extra struct {
+	Message *struct {
+		MessageThreadID int64 `json:"message_thread_id"`
+		IsTopicMessage  bool  `json:"is_topic_message"`
+	} `json:"message"`
+}
+
+// poll runs getUpdates until ctx is done. The offset of the next update is
+// saved after each update is handed to h, so a restart neither loses nor
+// repeats one.
+func (a *Adapter) poll(ctx context.Context, h core.Handler) error {
+	offset := a.loadOffset()
+	backoff := firstBackoff
+	for ctx.Err() == nil {
+		p := tgbotapi.Params{
+			"timeout":         strconv.Itoa(int(a.opts.PollTimeout / time.Second)),
+			"allowed_updates": `["message"]`,
+		}
+		if offset != 0 {
+			p["offset"] = strconv.FormatInt(offset, 10)
+		}
+		pctx, cancel := context.WithTimeout(ctx, a.opts.PollTimeout+15*time.Second)
+		res, err := a.do(pctx, "getUpdates", p)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			a.log.Warn("telegram: polling failed, retrying", "err", err, "retry_in", backoff)
+			if sleep(ctx, backoff) != nil {
+				break
+			}
+			backoff = min(2*backoff, maxBackoff)
+			continue
+		}
+		backoff = firstBackoff
+		var raws []json.RawMessage
+		if err := json.Unmarshal(res, &raws); err != nil {
+			a.log.Error("telegram: bad getUpdates answer", "err", err)
+			continue
+		}
+		for _, raw := range raws {
+			var u tgbotapi.Update
+			var x extra
+			if err := json.Unmarshal(raw, &u); err != nil {
+				a.log.Error("telegram: bad update", "err", err)
+				continue
+			}
+			_ = json.Unmarshal(raw, &x)
+			if m, ok := a.normalize(ctx, u, x); ok {
+				h.Handle(ctx, m)
+			}
+			offset = int64(u.UpdateID) + 1
+			a.saveOffset(offset)
+		}
+	}
+	a.log.Info("telegram: stopped")
+	return nil
+}
+
+func (a *Adapter) loadOffset() int64 {
+	if a.opts.State == nil {
+		return 0
+	}
+	b, err := a.opts.State.Load(offsetKey)
+	if err != nil {
+		a.log.Error("telegram: loading the update offset failed", "err", err)
+		return 0
+	}
+	n, _ := strconv.ParseInt(string(b), 10, 64)
+	return n
+}
+
+func (a *Adapter) saveOffset(n int64) {
+	if a.opts.State == nil {
+		return
+	}
+	if err := a.opts.State.Save(offsetKey, []byte(strconv.FormatInt(n, 10))); err != nil {
+		a.log.Error("telegram: saving the update offset failed", "err", err)
+	}
+}
