@@ -1,6 +1,8 @@
 package discordtest
 
 import (
+	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -41,10 +43,11 @@ func (s *Server) Post(m UserMessage) string {
 	}
 	atts := []any{}
 	for i, a := range m.Attachments {
-		s.files[id+"/"+a.Name] = a.Data
+		key := id + "/" + strconv.Itoa(i)
+		s.files[key] = a.Data
 		atts = append(atts, map[string]any{
-			"id": id + "0" + string(rune('0'+i%10)), "filename": a.Name, "size": len(a.Data),
-			"url": s.hs.URL + "/attachments/" + id + "/" + a.Name,
+			"id": s.newID(), "filename": a.Name, "size": len(a.Data),
+			"url": s.hs.URL + "/attachments/" + key + "/" + url.PathEscape(a.Name),
 		})
 	}
 	name := m.UserName

@@ -13,6 +13,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+api+"/gateway", s.getGateway)
 	mux.HandleFunc("GET "+api+"/gateway/bot", s.getGateway)
 	mux.HandleFunc("GET /gateway", s.serveGateway)
+	mux.HandleFunc("GET /gateway/{$}", s.serveGateway)
 	mux.HandleFunc("POST "+api+"/interactions/{id}/{token}/callback", s.callback)
 	mux.HandleFunc("PATCH "+api+"/webhooks/{app}/{token}/messages/{m}", s.webhookMessage)
 	mux.HandleFunc("DELETE "+api+"/webhooks/{app}/{token}/messages/{m}", s.webhookMessage)
@@ -24,7 +25,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+api+"/channels/{c}/typing", s.typing)
 	mux.HandleFunc("PUT "+api+"/applications/{app}/commands", s.putCommands)
 	mux.HandleFunc("PUT "+api+"/applications/{app}/guilds/{g}/commands", s.putCommands)
-	mux.HandleFunc("GET /attachments/{id}/{name}", s.attachment)
+	mux.HandleFunc("GET /attachments/{id}/{i}/{name}", s.attachment)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.record(r, http.StatusNotFound)
@@ -154,7 +155,7 @@ func (s *Server) webhookMessage(w http.ResponseWriter, r *http.Request) {
 			s.setStatus(http.StatusBadRequest)
 			return
 		}
-		if !s.budget(w, m.ChannelID) {
+		if m.Flags&64 == 0 && !s.budget(w, m.ChannelID) { // ephemeral messages are not in the channel
 			return
 		}
 		if has {
@@ -180,7 +181,7 @@ func (s *Server) followUp(w http.ResponseWriter, r *http.Request) {
 		s.setStatus(http.StatusBadRequest)
 		return
 	}
-	if !s.budget(w, in.ChannelID) {
+	if int(flags)&64 == 0 && !s.budget(w, in.ChannelID) {
 		return
 	}
 	m := s.addMessage(in.ChannelID, content, "")
@@ -310,7 +311,7 @@ func (s *Server) putCommands(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) attachment(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	data, ok := s.files[r.PathValue("id")+"/"+r.PathValue("name")]
+	data, ok := s.files[r.PathValue("id")+"/"+r.PathValue("i")]
 	s.mu.Unlock()
 	if !ok {
 		http.NotFound(w, r)

@@ -1,0 +1,228 @@
+package discord
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golem-chat/golem/adapters/discord/discordtest"
+	"github.com/golem-chat/golem/core"
+)
+
+const wait = 10 * time.Second
+
+// startAdapter runs an adapter against fake with h and stops both when the
+// test ends. It waits for the gateway handshake.
+func startAdapter(t *testing.T, fake *discordtest.Server, opts Options, h core.Handler) *Adapter {
+	t.Helper()
+	opts.Token = fake.Options().BotToken
+	opts.APIURL = fake.URL()
+	if opts.Logger == nil {
+		opts.Logger = testLogger()
+	}
+	a, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Start(ctx, h) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Start: %v", err)
+			}
+		case <-time.After(wait):
+			t.Errorf("Start did not return after cancel")
+		}
+	})
+	if !fake.Wait(wait, func(v discordtest.View) bool { return v.Connected() && v.Calls("PUT", "/applications/") > 0 }) {
+		t.Fatal("the adapter did not connect and register its commands")
+	}
+	return a
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("GOLEM_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// recorder is a core.Handler that hands messages to the test.
+type recorder chan core.Message
+
+func (r recorder) Handle(_ context.Context, m core.Message) { r <- m }
+
+func (r recorder) next(t *testing.T) core.Message {
+	t.Helper()
+	select {
+	case m := <-r:
+		return m
+	case <-time.After(wait):
+		t.Fatal("no message reached the handler")
+		return core.Message{}
+	}
+}
+
+func (r recorder) none(t *testing.T, after func()) {
+	t.Helper()
+	after()
+	select {
+	case m := <-r:
+		t.Fatalf("unexpected message reached the handler: %+v", m)
+	default:
+	}
+}
+
+func newFake(t *testing.T, opts discordtest.Options) *discordtest.Server {
+	if opts.HeartbeatInterval == 0 {
+		opts.HeartbeatInterval = 200 * time.Millisecond
+	}
+	f := discordtest.New(opts)
+	t.Cleanup(f.Close)
+	return f
+}
+
+func TestStartRegistersCommandsAndIntents(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		guilds []string
+		scopes []string
+	}{
+		{"globally", nil, []string{""}},
+		{"per guild", []string{"g1", "g2"}, []string{"g1", "g2"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := newFake(t, discordtest.Options{})
+			startAdapter(t, fake, Options{Guilds: tt.guilds}, make(recorder, 8))
+			fake.Wait(wait, func(v discordtest.View) bool { return v.Calls("PUT", "/applications/") == len(tt.scopes) })
+			for _, scope := range tt.scopes {
+				var names []string
+				for _, c := range fake.Commands(scope) {
+					names = append(names, c["name"].(string))
+				}
+				if got := strings.Join(names, " "); got != "ask new stop status engine model help" {
+					t.Errorf("commands in %q = %q", scope, got)
+				}
+			}
+			var intents int
+			fake.Wait(wait, func(v discordtest.View) bool { intents = v.Intents(); return true })
+			if intents != int(Intents) || intents&(1<<15) == 0 {
+				t.Errorf("intents = %d, want %d with message content", intents, Intents)
+			}
+		})
+	}
+}
+
+func TestMessagesBecomeCoreMessages(t *testing.T) {
+	fake := newFake(t, discordtest.Options{})
+	fake.DM("dm1")
+	rec := make(recorder, 8)
+	inbox := t.TempDir()
+	startAdapter(t, fake, Options{Inbox: core.Inbox{Dir: inbox, MaxBytes: 1000}}, rec)
+	bot := fake.Options().BotUserID
+
+	id := fake.Post(discordtest.UserMessage{Channel: "c1", Guild: "g1", User: "u1", Content: "<@" + bot + "> run the tests", Mentions: []string{bot},
+		Attachments: []discordtest.Attachment{{Name: "../notes.txt", Data: []byte("hello")}, {Name: "big.bin", Data: make([]byte, 2000)}}})
+	m := rec.next(t)
+	if m.EventID != id || m.ID != id || m.Channel != "c1" || m.Workspace != "g1" || m.User != "u1" || m.Text != "run the tests" || !m.Mentioned || m.DM {
+		t.Errorf("mention = %+v", m)
+	}
+	if len(m.Attachments) != 1 || m.Attachments[0].Name != "../notes.txt" || !strings.HasPrefix(m.Attachments[0].Path, inbox+"/") {
+		t.Fatalf("attachments = %+v, want notes.txt saved in the inbox and big.bin left out", m.Attachments)
+	}
+	if data, err := os.ReadFile(m.Attachments[0].Path); err != nil || string(data) != "hello" {
+		t.Errorf("saved attachment = %q, %v", data, err)
+	}
+
+	fake.Post(discordtest.UserMessage{Channel: "dm1", User: "u1", Content: "/stop"})
+	if m := rec.next(t); !m.DM || m.Text != "/stop" || m.Workspace != "" {
+		t.Errorf("DM = %+v", m)
+	}
+
+	rec.none(t, func() {
+		fake.Post(discordtest.UserMessage{Channel: "c1", Guild: "g1", User: "u2", Content: "chatter without a mention"})
+		fake.Post(discordtest.UserMessage{Channel: "c1", Guild: "g1", User: "b1", Bot: true, Content: "<@" + bot + "> hi", Mentions: []string{bot}})
+		fake.Post(discordtest.UserMessage{Channel: "c1", Guild: "g1", User: bot, Content: "<@" + bot + "> me", Mentions: []string{bot}})
+		// A message after the ignored ones proves they were handled (in order) and dropped.
+		fake.Post(discordtest.UserMessage{Channel: "c1", Guild: "g1", User: "u1", Content: "<@!" + bot + "> last", Mentions: []string{bot}})
+		if m := rec.next(t); m.Text != "last" {
+			t.Fatalf("got %q, want the last message", m.Text)
+		}
+	})
+}
+
+func TestSlashCommandsAreDeferredAtOnce(t *testing.T) {
+	fake := newFake(t, discordtest.Options{})
+	rec := make(recorder, 8)
+	startAdapter(t, fake, Options{}, rec)
+	tests := []struct {
+		slash   discordtest.Slash
+		text    string
+		private bool
+	}{
+		{discordtest.Slash{Name: "ask", Options: []discordtest.Option{{Name: "prompt", Value: "how do the tests run?"}}}, "how do the tests run?", false},
+		{discordtest.Slash{Name: "status"}, "/status", true},
+		{discordtest.Slash{Name: "engine", Options: []discordtest.Option{{Name: "name", Value: "cursor"}}}, "/engine cursor", true},
+	}
+	for _, tt := range tests {
+		tt.slash.Channel, tt.slash.Guild, tt.slash.User = "c1", "g1", "u1"
+		id := fake.Command(tt.slash)
+		m := rec.next(t)
+		if m.ID != id || m.EventID != id || m.Text != tt.text || !m.Mentioned || m.User != "u1" {
+			t.Errorf("/%s: message = %+v", tt.slash.Name, m)
+		}
+		in, _ := fake.Interaction(id)
+		if in.Callback != 5 || (in.CallbackFlags&64 != 0) != tt.private {
+			t.Errorf("/%s: callback type %d flags %d; want deferred, ephemeral=%v", tt.slash.Name, in.Callback, in.CallbackFlags, tt.private)
+		}
+	}
+}
+
+// TestGatewayRecovers: events sent around an op 7, a dropped socket and an
+// op 9 all arrive, by RESUME replay or a new IDENTIFY.
+func TestGatewayRecovers(t *testing.T) {
+	fake := newFake(t, discordtest.Options{})
+	rec := make(recorder, 8)
+	startAdapter(t, fake, Options{}, rec)
+	bot := fake.Options().BotUserID
+	post := func(text string) {
+		fake.Post(discordtest.UserMessage{Channel: "c1", Guild: "g1", User: "u1", Content: "<@" + bot + "> " + text, Mentions: []string{bot}})
+	}
+	for _, tt := range []struct {
+		name  string
+		break_ func()
+	}{
+		{"op 7", fake.Reconnect},
+		{"dropped socket", fake.Drop},
+	} {
+		tt.break_()
+		post("after " + tt.name) // queued while the client is away: replayed on RESUME
+		if m := rec.next(t); m.Text != "after "+tt.name {
+			t.Fatalf("%s: got %q", tt.name, m.Text)
+		}
+		if !fake.Wait(wait, func(v discordtest.View) bool { return v.Connected() }) {
+			t.Fatalf("%s: not reconnected", tt.name)
+		}
+	}
+	var resumes int
+	fake.Wait(wait, func(v discordtest.View) bool { resumes = v.Resumes(); return true })
+	if resumes != 2 {
+		t.Errorf("resumes = %d, want 2", resumes)
+	}
+	fake.InvalidSession()
+	if !fake.Wait(wait, func(v discordtest.View) bool { return v.Connected() && v.Identifies() == 2 }) {
+		t.Fatal("no new IDENTIFY after op 9")
+	}
+	post("after op 9")
+	if m := rec.next(t); m.Text != "after op 9" {
+		t.Fatalf("after op 9: got %q", m.Text)
+	}
+}

@@ -1,0 +1,316 @@
+// Package discord connects golem to Discord through a bot: slash commands
+// (/ask, /new, /stop, /status, /engine, /model, /help) and @mentions in
+// guild channels, and direct messages. An answer to /ask is the
+// interaction's deferred response, grown by webhook edits while the
+// interaction token lives and by bot-token channel messages after; tool
+// activity goes to a thread started on the answer (replies in DMs).
+//
+// It uses github.com/bwmarrin/discordgo for the gateway and REST, pointed
+// at Options.APIURL by an HTTP transport that rewrites Discord's host.
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/gorilla/websocket"
+
+	"github.com/golem-chat/golem/core"
+)
+
+// Options configure an Adapter. Token is required; the rest have defaults.
+type Options struct {
+	Token  string   // the bot token, without "Bot "
+	APIURL string   // Discord's base URL; default "https://discord.com" (the API is under /api/v9)
+	Guilds []string // register slash commands in these guilds (instant); empty: globally
+	Inbox  core.Inbox
+	Logger *slog.Logger
+
+	// ChannelLimit requests per ChannelWindow may create or edit messages
+	// in one channel (edits included); default 5 per 5 s, Discord's
+	// per-channel budget. Send, Edit and SendActivity block until allowed.
+	ChannelLimit  int
+	ChannelWindow time.Duration
+	// TokenLife is how long an interaction token can edit its response;
+	// default 15 minutes. After it (less a small margin) the answer goes on
+	// with bot-token channel messages.
+	TokenLife time.Duration
+	// GatewayTimeout is how long the gateway may stay silent (no HELLO,
+	// READY, event or heartbeat ACK) before the connection is dropped and
+	// resumed; default 2 minutes (Discord acknowledges a heartbeat about
+	// every 41 s).
+	GatewayTimeout time.Duration
+}
+
+// Adapter is the Discord platform adapter. Create it with New.
+type Adapter struct {
+	opts    Options
+	log     *slog.Logger
+	session *discordgo.Session
+	budget  *budget
+	http    *http.Client // for attachment downloads
+
+	mu           sync.Mutex
+	handler      core.Handler
+	life         context.Context
+	started      bool
+	stopped      bool
+	botID        string
+	appID        string
+	interactions map[string]*interaction // by interaction id
+	sent         map[string]*sentMessage // interaction messages and their replacements, by message id
+	threads      map[string]string       // answer message id -> activity thread id
+	dms          map[string]bool         // channel ids known to be DMs
+	tails        map[string]chan struct{} // per channel: the last event still being prepared
+}
+
+var (
+	_ core.Adapter        = (*Adapter)(nil)
+	_ core.Measurer       = (*Adapter)(nil)
+	_ core.Typist         = (*Adapter)(nil)
+	_ core.PrivateReplier = (*Adapter)(nil)
+)
+
+// Intents are the gateway intents the bot asks for. Message content is a
+// privileged intent: it must be enabled for the bot in the developer
+// portal, or Discord closes the gateway with 4014.
+const Intents = discordgo.IntentsGuilds | discordgo.IntentsGuildMessages |
+	discordgo.IntentsDirectMessages | discordgo.IntentsMessageContent
+
+// New builds an adapter; it does not connect (Start does).
+func New(opts Options) (*Adapter, error) {
+	if opts.Token == "" {
+		return nil, errors.New("discord: token is required")
+	}
+	if opts.APIURL == "" {
+		opts.APIURL = "https://discord.com"
+	}
+	base, err := url.Parse(opts.APIURL)
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return nil, fmt.Errorf("discord: api_url %q: want an http(s) URL", opts.APIURL)
+	}
+	if opts.ChannelLimit <= 0 {
+		opts.ChannelLimit = 5
+	}
+	if opts.ChannelWindow <= 0 {
+		opts.ChannelWindow = 5 * time.Second
+	}
+	if opts.TokenLife <= 0 {
+		opts.TokenLife = 15 * time.Minute
+	}
+	if opts.GatewayTimeout <= 0 {
+		opts.GatewayTimeout = 2 * time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s, err := discordgo.New("Bot " + opts.Token)
+	if err != nil {
+		return nil, fmt.Errorf("discord: new session: %w", err)
+	}
+	a := &Adapter{
+		opts:         opts,
+		log:          opts.Logger.With("platform", "discord"),
+		session:      s,
+		budget:       newBudget(opts.ChannelLimit, opts.ChannelWindow),
+		interactions: map[string]*interaction{},
+		sent:         map[string]*sentMessage{},
+		threads:      map[string]string{},
+		dms:          map[string]bool{},
+		tails:        map[string]chan struct{}{},
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	s.Client = &http.Client{Timeout: 30 * time.Second, Transport: rewrite{base: base, next: transport}}
+	a.http = &http.Client{Timeout: 2 * time.Minute, Transport: transport}
+	s.Dialer = &websocket.Dialer{
+		Proxy:            http.ProxyFromEnvironment,
+		HandshakeTimeout: 15 * time.Second,
+		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{Timeout: 15 * time.Second}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return idleConn{Conn: c, idle: opts.GatewayTimeout}, nil
+		},
+	}
+	s.Identify.Intents = Intents
+	s.StateEnabled = false
+	s.SyncEvents = true            // handlers only hand events on, in order
+	s.ShouldRetryOnRateLimit = false // Adapter.call honours 429s with a context and a bound
+	s.MaxRestRetries = 0             // and retries 5xx itself
+	s.LogLevel = discordgo.LogError // warnings print whole events, message contents included
+	logOnce.Do(func() { discordgo.Logger = sdkLog })
+	s.AddHandler(a.onReady)
+	s.AddHandler(func(*discordgo.Session, *discordgo.Disconnect) { a.log.Info("gateway disconnected") })
+	s.AddHandler(func(*discordgo.Session, *discordgo.Resumed) { a.log.Info("gateway session resumed") })
+	s.AddHandler(a.onMessage)
+	s.AddHandler(a.onInteraction)
+	return a, nil
+}
+
+var logOnce sync.Once
+
+// sdkLog sends discordgo's error lines (its other levels print payloads)
+// to slog's default logger. discordgo's
+// logger is one for the process, so it cannot be a particular adapter's.
+func sdkLog(msgL, _ int, format string, a ...any) {
+	if msgL != discordgo.LogError {
+		return
+	}
+	slog.Default().Warn("discordgo: "+fmt.Sprintf(format, a...), "platform", "discord")
+}
+
+// idleConn drops a gateway connection that stays silent longer than idle:
+// discordgo waits for HELLO and READY without a timeout, and a dead TCP
+// connection can go unnoticed for long.
+type idleConn struct {
+	net.Conn
+	idle time.Duration
+}
+
+func (c idleConn) Read(p []byte) (int, error) {
+	_ = c.Conn.SetReadDeadline(time.Now().Add(c.idle))
+	return c.Conn.Read(p)
+}
+
+// Platform implements core.Adapter.
+func (a *Adapter) Platform() string { return "discord" }
+
+// Limits implements core.Adapter. Edits of one message at most once a
+// second and tool-activity posts every two seconds leave room in the
+// channel's budget of about 5 requests per 5 s for continuations.
+func (a *Adapter) Limits() core.Limits {
+	return core.Limits{
+		MaxLen:          MaxLen,
+		MinEditInterval: time.Second,
+		MinPostInterval: 2 * time.Second,
+		Dialect:         core.DialectDiscord,
+	}
+}
+
+// Measure implements core.Measurer: the rendered length in characters.
+func (a *Adapter) Measure(markdown string) int { return Measure(markdown) }
+
+// Start connects to the gateway, registers the slash commands and delivers
+// messages to h until ctx is cancelled. discordgo reconnects and resumes
+// by itself after op 7, op 9 and dropped sockets. Start returns an error
+// when the bot cannot connect for good (a bad token, intents not enabled)
+// and nil after ctx ends.
+func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
+	a.mu.Lock()
+	if a.started {
+		a.mu.Unlock()
+		return errors.New("discord: Start called twice")
+	}
+	a.started, a.handler, a.life = true, h, ctx
+	a.mu.Unlock()
+
+	for attempt := 1; ; attempt++ {
+		err := a.session.Open()
+		if err == nil {
+			break
+		}
+		if fatal := fatalGatewayError(err); fatal != nil {
+			return fatal
+		}
+		a.log.Warn("connect to gateway", "attempt", attempt, "err", err)
+		if !sleepCtx(ctx, min(time.Duration(attempt)*time.Second, 30*time.Second)) {
+			a.stop()
+			return nil
+		}
+	}
+	if err := a.registerCommands(ctx); err != nil && ctx.Err() == nil {
+		a.log.Error("register slash commands", "err", err)
+	}
+	<-ctx.Done()
+	a.stop()
+	if err := a.session.Close(); err != nil {
+		a.log.Debug("close gateway", "err", err)
+	}
+	return nil
+}
+
+func (a *Adapter) stop() {
+	a.mu.Lock()
+	a.stopped = true
+	a.mu.Unlock()
+}
+
+// fatalGatewayError tells errors no retry can fix.
+func fatalGatewayError(err error) error {
+	var ce *websocket.CloseError
+	if errors.As(err, &ce) {
+		switch ce.Code {
+		case 4004:
+			return fmt.Errorf("discord: the bot token was rejected (gateway close 4004): %w", err)
+		case 4013, 4014:
+			return fmt.Errorf("discord: intents not allowed (gateway close %d): enable the MESSAGE CONTENT intent for the bot in the developer portal: %w", ce.Code, err)
+		}
+	}
+	if code, status := apiCode(err); status == http.StatusUnauthorized {
+		return fmt.Errorf("discord: the bot token was rejected (HTTP 401, code %d): %w", code, err)
+	}
+	return nil
+}
+
+func (a *Adapter) onReady(_ *discordgo.Session, r *discordgo.Ready) {
+	a.mu.Lock()
+	if r.User != nil {
+		a.botID = r.User.ID
+	}
+	if r.Application != nil {
+		a.appID = r.Application.ID
+	}
+	a.mu.Unlock()
+	a.log.Info("connected to gateway", "guilds", len(r.Guilds))
+}
+
+// commands are the slash commands golem registers.
+func commands() []*discordgo.ApplicationCommand {
+	str := func(name, desc string, required bool) []*discordgo.ApplicationCommandOption {
+		return []*discordgo.ApplicationCommandOption{{Type: discordgo.ApplicationCommandOptionString, Name: name, Description: desc, Required: required}}
+	}
+	return []*discordgo.ApplicationCommand{
+		{Name: "ask", Description: "Ask the coding agent; the channel keeps the conversation", Options: str("prompt", "What to ask or do", true)},
+		{Name: "new", Description: "Forget this channel's agent session; the next /ask starts afresh"},
+		{Name: "stop", Description: "Stop the running answer now"},
+		{Name: "status", Description: "Show engine, model, session and whether an answer is running"},
+		{Name: "engine", Description: "Show or switch the agent CLI", Options: str("name", "Engine name, e.g. claude-code or cursor", false)},
+		{Name: "model", Description: "Show or choose the model; 'default' resets", Options: str("name", "Model name, e.g. sonnet", false)},
+		{Name: "help", Description: "What golem can do"},
+	}
+}
+
+// registerCommands overwrites the bot's commands in each configured guild
+// (instant) or globally (Discord may take a while to show them).
+func (a *Adapter) registerCommands(ctx context.Context) error {
+	a.mu.Lock()
+	app := a.appID
+	a.mu.Unlock()
+	if app == "" {
+		return errors.New("discord: READY carried no application id")
+	}
+	scopes := a.opts.Guilds
+	if len(scopes) == 0 {
+		scopes = []string{""}
+	}
+	for _, guild := range scopes {
+		err := a.call(ctx, "", "register commands", func(opts ...discordgo.RequestOption) error {
+			_, err := a.session.ApplicationCommandBulkOverwrite(app, guild, commands(), opts...)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("guild %q: %w", guild, err)
+		}
+	}
+	a.log.Info("slash commands registered", "guilds", len(a.opts.Guilds))
+	return nil
+}

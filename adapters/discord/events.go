@@ -1,0 +1,226 @@
+package discord
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/golem-chat/golem/core"
+)
+
+// deferTimeout bounds the deferral of an interaction: Discord wants the
+// first response within 3 s.
+const deferTimeout = 2500 * time.Millisecond
+
+// running returns the handler and its context, or nil once stopped.
+func (a *Adapter) running() (core.Handler, context.Context, string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopped || a.handler == nil {
+		return nil, nil, ""
+	}
+	return a.handler, a.life, a.botID
+}
+
+// inOrder prepares an event on its own goroutine (deferring an interaction
+// or downloading attachments must not hold up the gateway) and hands the
+// result to the handler in the order events arrived in the channel.
+func (a *Adapter) inOrder(channel string, prepare func() (core.Message, bool)) {
+	a.mu.Lock()
+	prev := a.tails[channel]
+	done := make(chan struct{})
+	a.tails[channel] = done
+	a.mu.Unlock()
+	go func() {
+		defer func() {
+			a.mu.Lock()
+			if a.tails[channel] == done {
+				delete(a.tails, channel)
+			}
+			a.mu.Unlock()
+			close(done)
+		}()
+		m, ok := prepare()
+		if prev != nil {
+			<-prev
+		}
+		if h, ctx, _ := a.running(); ok && h != nil {
+			h.Handle(ctx, m)
+		}
+	}()
+}
+
+// onMessage turns a MESSAGE_CREATE that is addressed to the bot (a DM, an
+// @mention, or a reply to one of its messages) into a core.Message. The
+// bot's own messages, other bots', webhooks' and system messages are
+// ignored, and so is guild chatter that does not address the bot: it never
+// reaches the agent.
+func (a *Adapter) onMessage(_ *discordgo.Session, e *discordgo.MessageCreate) {
+	_, _, botID := a.running()
+	m := e.Message
+	if botID == "" || m == nil || m.Author == nil || m.Author.ID == botID || m.Author.Bot || m.WebhookID != "" {
+		return
+	}
+	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
+		return
+	}
+	dm := m.GuildID == ""
+	mentioned := false
+	for _, u := range m.Mentions {
+		if u != nil && u.ID == botID {
+			mentioned = true
+		}
+	}
+	if r := m.ReferencedMessage; r != nil && r.Author != nil && r.Author.ID == botID {
+		mentioned = true
+	}
+	if !dm && !mentioned {
+		return
+	}
+	if dm {
+		a.mu.Lock()
+		a.dms[m.ChannelID] = true
+		a.mu.Unlock()
+	}
+	text := strings.NewReplacer("<@"+botID+">", "", "<@!"+botID+">", "").Replace(m.Content)
+	msg := core.Message{
+		EventID: m.ID, Platform: "discord", Workspace: m.GuildID, Channel: m.ChannelID, ID: m.ID,
+		User: m.Author.ID, UserName: m.Author.Username, Text: strings.TrimSpace(text),
+		Mentioned: mentioned, DM: dm,
+	}
+	atts := m.Attachments
+	a.inOrder(m.ChannelID, func() (core.Message, bool) {
+		msg.Attachments = a.download(atts)
+		return msg, true
+	})
+}
+
+// onInteraction answers a slash command: it defers the interaction at once
+// (ephemerally for every command but /ask, whose answer is public), then
+// hands "/name args" (or /ask's prompt) to the handler.
+func (a *Adapter) onInteraction(_ *discordgo.Session, e *discordgo.InteractionCreate) {
+	in := e.Interaction
+	if in == nil || in.Type != discordgo.InteractionApplicationCommand {
+		return
+	}
+	user := in.User
+	if in.Member != nil && in.Member.User != nil {
+		user = in.Member.User
+	}
+	if user == nil || user.Bot {
+		return
+	}
+	data, ok := in.Data.(discordgo.ApplicationCommandInteractionData)
+	if !ok {
+		return
+	}
+	var args []string
+	for _, o := range data.Options {
+		if o != nil && o.Value != nil {
+			args = append(args, fmt.Sprint(o.Value))
+		}
+	}
+	text := "/" + data.Name
+	if len(args) > 0 {
+		text += " " + strings.Join(args, " ")
+	}
+	private := data.Name != "ask"
+	if !private {
+		text = strings.Join(args, " ")
+	}
+	st := &interaction{
+		in: in, private: private,
+		expires: time.Now().Add(a.opts.TokenLife - min(time.Minute, a.opts.TokenLife/10)),
+	}
+	a.mu.Lock()
+	a.interactions[in.ID] = st
+	if in.GuildID == "" {
+		a.dms[in.ChannelID] = true
+	}
+	a.pruneLocked()
+	a.mu.Unlock()
+	msg := core.Message{
+		EventID: in.ID, Platform: "discord", Workspace: in.GuildID, Channel: in.ChannelID, ID: in.ID,
+		User: user.ID, UserName: user.Username, Text: strings.TrimSpace(text),
+		Mentioned: true, DM: in.GuildID == "",
+	}
+	a.inOrder(in.ChannelID, func() (core.Message, bool) {
+		a.deferInteraction(st)
+		return msg, true
+	})
+}
+
+func (a *Adapter) deferInteraction(st *interaction) {
+	_, life, _ := a.running()
+	if life == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(life, deferTimeout)
+	defer cancel()
+	resp := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource}
+	if st.private {
+		resp.Data = &discordgo.InteractionResponseData{Flags: discordgo.MessageFlagsEphemeral}
+	}
+	err := a.call(ctx, "", "defer interaction", func(opts ...discordgo.RequestOption) error {
+		return a.session.InteractionRespond(st.in, resp, opts...)
+	})
+	st.mu.Lock()
+	st.deferred = err == nil
+	st.mu.Unlock()
+	if err != nil {
+		a.log.Warn("defer interaction", "err", err)
+	}
+}
+
+// download saves a message's attachments into the inbox. A file over the
+// inbox's limit or one that fails to download is left out (and logged).
+func (a *Adapter) download(atts []*discordgo.MessageAttachment) []core.Attachment {
+	if len(atts) == 0 || a.opts.Inbox.Dir == "" {
+		return nil
+	}
+	limit := a.opts.Inbox.MaxBytes
+	if limit <= 0 {
+		limit = 20 << 20
+	}
+	_, life, _ := a.running()
+	if life == nil {
+		return nil
+	}
+	var out []core.Attachment
+	for _, att := range atts {
+		if att == nil || att.URL == "" {
+			continue
+		}
+		if int64(att.Size) > limit {
+			a.log.Warn("attachment over the size limit skipped", "size", att.Size, "limit", limit)
+			continue
+		}
+		saved, err := a.fetch(life, att)
+		if err != nil {
+			a.log.Warn("download attachment", "err", err)
+			continue
+		}
+		out = append(out, saved)
+	}
+	return out
+}
+
+func (a *Adapter) fetch(ctx context.Context, att *discordgo.MessageAttachment) (core.Attachment, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, att.URL, nil)
+	if err != nil {
+		return core.Attachment{}, fmt.Errorf("discord: download attachment: %w", err)
+	}
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return core.Attachment{}, fmt.Errorf("discord: download attachment: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return core.Attachment{}, fmt.Errorf("discord: download attachment: HTTP %s", resp.Status)
+	}
+	return a.opts.Inbox.Save(att.Filename, resp.Body)
+}

@@ -1,0 +1,224 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+)
+
+// Retry bounds for one REST call.
+const (
+	maxRateLimited = 10 // 429s honoured before giving up
+	maxFailures    = 4  // 5xx and network errors retried with backoff
+)
+
+// call runs one REST request through discordgo, counting it against
+// channel's budget when channel is not empty (messages created or edited,
+// threads started), honouring every 429's retry_after and retrying 5xx and
+// network errors with a bounded backoff. discordgo's own 429 retry is off
+// (it sleeps without a context and without bound), so this is the one place
+// a request waits. what names the request in errors.
+func (a *Adapter) call(ctx context.Context, channel, what string, f func(opts ...discordgo.RequestOption) error) error {
+	limited, failed := 0, 0
+	for {
+		var release func()
+		if channel != "" {
+			var err error
+			if release, err = a.budget.acquire(ctx, channel); err != nil {
+				return fmt.Errorf("discord: %s: wait for the channel's budget: %w", what, err)
+			}
+		}
+		err := f(discordgo.WithContext(ctx))
+		if release != nil {
+			release()
+		}
+		if err == nil {
+			return nil
+		}
+		var wait time.Duration
+		var rl *discordgo.RateLimitError
+		var rest *discordgo.RESTError
+		switch {
+		case ctx.Err() != nil:
+			return fmt.Errorf("discord: %s: %w", what, ctx.Err())
+		case errors.As(err, &rl):
+			limited++
+			if limited > maxRateLimited {
+				return fmt.Errorf("discord: %s: still rate limited after %d retries: %w", what, maxRateLimited, err)
+			}
+			wait = rl.RetryAfter
+			if wait <= 0 {
+				wait = time.Second
+			}
+			a.log.Debug("rate limited", "request", what, "retry_after_ms", wait.Milliseconds())
+		case errors.As(err, &rest):
+			if rest.Response == nil || rest.Response.StatusCode < 500 {
+				return fmt.Errorf("discord: %s: %w", what, err)
+			}
+			fallthrough
+		default: // 5xx or a network error
+			var uerr *url.Error
+			if rest == nil && !errors.As(err, &uerr) {
+				return fmt.Errorf("discord: %s: %w", what, err) // e.g. a JSON error: retrying will not help
+			}
+			failed++
+			if failed > maxFailures {
+				return fmt.Errorf("discord: %s: giving up after %d attempts: %w", what, failed, err)
+			}
+			wait = time.Duration(250<<(failed-1)) * time.Millisecond
+			a.log.Debug("request failed, retrying", "request", what, "attempt", failed, "err", err)
+		}
+		if !sleepCtx(ctx, wait) {
+			return fmt.Errorf("discord: %s: %w", what, ctx.Err())
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// apiCode returns the JSON error code of a REST error (50027 "Invalid
+// Webhook Token", 50005 "Cannot edit a message authored by another user",
+// ...) and its HTTP status; zeros when err is not a REST error.
+func apiCode(err error) (code, status int) {
+	var rest *discordgo.RESTError
+	if !errors.As(err, &rest) {
+		return 0, 0
+	}
+	if rest.Response != nil {
+		status = rest.Response.StatusCode
+	}
+	if rest.Message != nil {
+		code = rest.Message.Code
+	}
+	return code, status
+}
+
+// budget is a per-channel sliding window: a request may start when fewer
+// than n requests of that channel are in flight or completed within the
+// last per. Counting completion times (not start times) keeps it strict
+// even when requests take a while: anything the server counted in its own
+// window was counted here too.
+type budget struct {
+	n   int
+	per time.Duration
+
+	mu    sync.Mutex
+	chans map[string]*channelBudget
+}
+
+type channelBudget struct {
+	inflight int
+	done     []time.Time // completion times within the window, oldest first
+	wake     chan struct{}
+}
+
+func newBudget(n int, per time.Duration) *budget {
+	return &budget{n: n, per: per, chans: map[string]*channelBudget{}}
+}
+
+// acquire blocks until a request may start on channel (or ctx ends) and
+// returns the func to call when its response has arrived.
+func (b *budget) acquire(ctx context.Context, channel string) (func(), error) {
+	for {
+		b.mu.Lock()
+		c := b.chans[channel]
+		if c == nil {
+			if len(b.chans) > 1000 {
+				b.prune()
+			}
+			c = &channelBudget{wake: make(chan struct{})}
+			b.chans[channel] = c
+		}
+		now := time.Now()
+		c.trim(now, b.per)
+		if c.inflight+len(c.done) < b.n {
+			c.inflight++
+			b.mu.Unlock()
+			return func() { b.release(c) }, nil
+		}
+		var t *time.Timer
+		var timer <-chan time.Time
+		if len(c.done) > 0 {
+			t = time.NewTimer(c.done[0].Add(b.per).Sub(now))
+			timer = t.C
+		}
+		wake := c.wake
+		b.mu.Unlock()
+		select {
+		case <-wake:
+		case <-timer:
+		case <-ctx.Done():
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (b *budget) release(c *channelBudget) {
+	b.mu.Lock()
+	c.inflight--
+	c.done = append(c.done, time.Now())
+	close(c.wake)
+	c.wake = make(chan struct{})
+	b.mu.Unlock()
+}
+
+func (c *channelBudget) trim(now time.Time, per time.Duration) {
+	i := 0
+	for i < len(c.done) && now.Sub(c.done[i]) >= per {
+		i++
+	}
+	c.done = c.done[i:]
+}
+
+// prune forgets idle channels. Call with b.mu held.
+func (b *budget) prune() {
+	now := time.Now()
+	for k, c := range b.chans {
+		c.trim(now, b.per)
+		if c.inflight == 0 && len(c.done) == 0 {
+			delete(b.chans, k)
+		}
+	}
+}
+
+// rewrite sends requests for Discord's API host to another base URL (a
+// proxy or a test fake) by rewriting scheme and host; discordgo's
+// Endpoint* variables are fixed at start, so the transport is the one
+// place to point it elsewhere. Other hosts (attachment CDNs) pass through.
+type rewrite struct {
+	base *url.URL
+	next http.RoundTripper
+}
+
+func (t rewrite) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Host != "discord.com" {
+		return t.next.RoundTrip(r)
+	}
+	r = r.Clone(r.Context())
+	r.URL.Scheme, r.URL.Host, r.Host = t.base.Scheme, t.base.Host, ""
+	if p := strings.TrimSuffix(t.base.Path, "/"); p != "" {
+		r.URL.Path = p + r.URL.Path
+	}
+	return t.next.RoundTrip(r)
+}
