@@ -254,7 +254,7 @@ func (b *browserTab) navigate(url string) {
 // deadline it fails the test showing the page's text.
 func (b *browserTab) waitFor(what, cond string) {
 	b.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var ok bool
 		b.eval("!!("+cond+")", &ok)

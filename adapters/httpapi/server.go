@@ -1,9 +1,11 @@
 // Package httpapi is golem's local HTTP adapter: a JSON API that answers
 // with Server-Sent Events and a small embedded web chat page that uses it.
 //
-//	POST /v1/chat  {"conversation":"ID","text":"..."} → text/event-stream,
-//	               one "data: <event JSON>" per normalized event, ending
-//	               after the terminal event (done or error)
+//	POST /v1/chat  {"conversation":"ID","text":"..."} with Content-Type
+//	               application/json → text/event-stream, one
+//	               "data: <event JSON>" frame per normalized event, ending
+//	               after the terminal event (done or error); refusals are
+//	               4xx with {"error":"..."}
 //	GET  /healthz  → 200 "ok"
 //	GET  /         → the web chat page
 //
