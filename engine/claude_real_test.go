@@ -148,18 +148,31 @@ func TestClaudeRealPlainAnswer(t *testing.T) {
 	tests := []struct {
 		name      string
 		cfg       engine.Config
-		minPieces int // text events the answer arrives in
+		model     string // Turn.Model
+		attach    bool   // attach a file from the workdir's inbox
+		minPieces int    // text events the answer arrives in
 	}{
 		// Partial messages (the default) stream the text delta by delta.
-		{"partial messages", engine.Config{}, 2},
-		{"whole messages", engine.Config{NoPartialMessages: true}, 1},
+		{name: "partial messages", minPieces: 2},
+		{name: "whole messages", cfg: engine.Config{NoPartialMessages: true}, minPieces: 1},
+		{name: "model and attachment", model: "claude-haiku-4-5", attach: true, minPieces: 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			c := newRealClaude(t)
-			events := c.run(t, c.newEngine(anthropictest.ScenarioText, tc.cfg),
-				engine.Turn{Prompt: "Say hello.", APIKey: "key-of-the-turn"})
+			turn := engine.Turn{Prompt: "Say hello.", APIKey: "key-of-the-turn", Model: tc.model}
+			if tc.attach {
+				file := filepath.Join(c.workdir, "inbox", "notes.txt")
+				if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(file, []byte("notes\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				turn.Files = []string{file}
+			}
+			events := c.run(t, c.newEngine(anthropictest.ScenarioText, tc.cfg), turn)
 
 			if got := realAnswer(events); got != anthropictest.TextAnswer {
 				t.Errorf("answer %q, want %q; events: %s", got, anthropictest.TextAnswer, realDump(events))
@@ -178,8 +191,17 @@ func TestClaudeRealPlainAnswer(t *testing.T) {
 			if got := reqs[0].Header.Get("X-Api-Key"); got != "key-of-the-turn" {
 				t.Errorf("the CLI sent API key %q, want the turn's key", got)
 			}
-			if !strings.Contains(reqs[0].LastUser().Text(), "Say hello.") || !reqs[0].Stream {
+			prompt := reqs[0].LastUser().Text()
+			if !strings.Contains(prompt, "Say hello.") || !reqs[0].Stream {
 				t.Errorf("the model call does not carry the prompt as a stream request: %s", reqs[0].Body)
+			}
+			for _, f := range turn.Files {
+				if !strings.Contains(prompt, f) {
+					t.Errorf("the prompt the model got does not name the attached file %s:\n%s", f, prompt)
+				}
+			}
+			if tc.model != "" && reqs[0].Model != tc.model {
+				t.Errorf("the CLI asked for model %q, want the turn's %q", reqs[0].Model, tc.model)
 			}
 			if reqs[0].Workdir() != c.workdir {
 				t.Errorf("the CLI ran in %q, want the turn's workdir %q", reqs[0].Workdir(), c.workdir)
