@@ -278,3 +278,42 @@ func compact(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// BenchmarkClaudeRecorded parses every line recorded from the real CLI (a
+// mix of init, partial-message, tool and result lines), each fixture
+// through a fresh Guard as the engine does; lines are split beforehand, so
+// this measures the parser alone. Rerun with:
+//
+//	go test -run '^$' -bench ClaudeRecorded -benchmem ./parser
+func BenchmarkClaudeRecorded(b *testing.B) {
+	files, err := filepath.Glob("testdata/claude/recorded-*.ndjson")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var runs [][][]byte
+	size, lines := 0, 0
+	for _, f := range files {
+		if strings.HasSuffix(f, ".golden.ndjson") {
+			continue
+		}
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		run := bytes.Split(bytes.TrimSuffix(raw, []byte("\n")), []byte("\n"))
+		runs = append(runs, run)
+		size += len(raw)
+		lines += len(run)
+	}
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, run := range runs {
+			g := parser.NewGuard(parser.NewClaudeCode())
+			for _, line := range run {
+				g.Parse(line)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*lines), "ns/line")
+}
