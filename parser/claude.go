@@ -31,7 +31,8 @@ import (
 // set) is not the answer: their text is dropped, their tool calls and
 // results are kept.
 type ClaudeCode struct {
-	sessionID string // from system/init, for a result without one
+	sessionID string  // from system/init, for a result without one
+	scratch   []block // the blocks of the line being parsed
 
 	// The message whose stream_event deltas are being received, and per
 	// content block index the text streamed so far. An assistant line of
@@ -58,11 +59,12 @@ const maxStreamBlocks = 1024
 func NewClaudeCode() Parser { return &ClaudeCode{} }
 
 // claudeLine holds the top-level fields of one line that the parser reads.
-// The byte slices alias the line.
+// Raw values and jstr alias the line.
 type claudeLine struct {
-	typ, subtype   []byte
-	message, event []byte // raw objects
-	sessionID      string
+	typ, subtype   jstr
+	message        message
+	event          streamEvent
+	sessionID      jstr // decoded only by the lines that use it
 	subagent       bool // parent_tool_use_id is a non-empty string
 	isError        bool
 	result         string
@@ -74,26 +76,32 @@ type claudeLine struct {
 
 // Parse implements Parser. The returned slice is the caller's.
 func (p *ClaudeCode) Parse(line []byte) []Event {
+	var l claudeLine
+	events := p.parse(line, &l)
+	p.scratch = reuseBlocks(l.message.blocks, p.scratch)
+	return events
+}
+
+func (p *ClaudeCode) parse(line []byte, l *claudeLine) []Event {
 	line, ok := jsonLine(line)
 	if !ok {
 		return nil
 	}
-	var l claudeLine
 	r := reader{b: line}
 	first := true
 	for r.object(&first) {
 		k := r.key()
 		switch string(k) {
 		case "type":
-			l.typ, _ = r.rawString()
+			l.typ = r.jstring()
 		case "subtype":
-			l.subtype, _ = r.rawString()
+			l.subtype = r.jstring()
 		case "message":
-			l.message = r.raw()
+			readMessage(&r, &l.message, p.scratch)
 		case "event":
-			l.event = r.raw()
+			l.event = readStreamEvent(&r)
 		case "session_id":
-			l.sessionID, _ = r.str()
+			l.sessionID = r.jstring()
 		case "parent_tool_use_id":
 			s, _ := r.str()
 			l.subagent = s != ""
@@ -118,24 +126,24 @@ func (p *ClaudeCode) Parse(line []byte) []Event {
 	if !r.end() {
 		return nil
 	}
-	switch string(l.typ) {
+	switch string(l.typ.bytes()) {
 	case "assistant":
-		return p.assistant(&l)
+		return p.assistant(l)
 	case "user":
-		return p.user(&l)
+		return p.user(l)
 	case "stream_event":
-		return p.streamEvent(&l)
+		return p.streamEvent(l)
 	case "result":
-		return []Event{p.result(&l)}
+		return []Event{p.result(l)}
 	case "system":
-		return p.system(&l)
+		return p.system(l)
 	}
 	return nil
 }
 
 func (p *ClaudeCode) system(l *claudeLine) []Event {
-	if string(l.subtype) == "init" && l.sessionID != "" {
-		p.sessionID = l.sessionID
+	if s := l.sessionID.String(); l.subtype.Is("init") && s != "" {
+		p.sessionID = s
 	}
 	return nil
 }
@@ -149,13 +157,13 @@ func (p *ClaudeCode) result(l *claudeLine) Event {
 		}
 		if msg == "" {
 			msg = "the agent reported an error"
-			if len(l.subtype) > 0 {
-				msg += " (" + string(l.subtype) + ")"
+			if sub := l.subtype.String(); sub != "" {
+				msg += " (" + sub + ")"
 			}
 		}
 		return Event{Type: Error, Message: msg}
 	}
-	e := Event{Type: Done, SessionID: l.sessionID}
+	e := Event{Type: Done, SessionID: l.sessionID.String()}
 	if e.SessionID == "" {
 		e.SessionID = p.sessionID
 	}
@@ -174,49 +182,26 @@ func (p *ClaudeCode) result(l *claudeLine) Event {
 
 // assistant turns the content blocks of an assistant message into events.
 func (p *ClaudeCode) assistant(l *claudeLine) []Event {
-	var id string
-	var content []byte
-	r := reader{b: l.message}
-	first := true
-	for r.object(&first) {
-		switch string(r.key()) {
-		case "id":
-			id, _ = r.str()
-		case "content":
-			content = r.raw()
-		default:
-			r.skip()
-		}
-	}
-	if r.bad || content == nil {
-		return nil
-	}
+	id := l.message.id.String()
 	streamed := p.streamMsg == anyMessage || p.streamMsg != "" && (id == "" || id == p.streamMsg)
 	var events []Event
-	r = reader{b: content}
-	first = true
-	for r.array(&first) {
-		b := readBlock(&r)
-		switch string(b.typ) {
-		case "text":
+	for i := range l.message.blocks {
+		b := &l.message.blocks[i]
+		switch {
+		case b.typ.Is("text"):
 			if l.subagent || l.errorText != "" {
 				continue
 			}
-			text := b.text()
+			text := b.text.String()
 			if streamed {
 				text = p.unstreamed(text)
 			}
 			if text != "" {
 				events = append(events, Event{Type: Text, Content: text})
 			}
-		case "tool_use":
-			id, _ := (&reader{b: b.id}).str()
-			name, _ := (&reader{b: b.name}).str()
-			events = append(events, Event{Type: ToolCall, ID: id, Name: name, Args: objectOrEmpty(b.input)})
+		case b.typ.Is("tool_use"):
+			events = append(events, Event{Type: ToolCall, ID: b.id.String(), Name: b.name.String(), Args: objectOrEmpty(b.input)})
 		}
-	}
-	if r.bad {
-		return nil
 	}
 	return events
 }
@@ -245,76 +230,15 @@ func (p *ClaudeCode) unstreamed(text string) string {
 	return text
 }
 
-// block is one content block; fields are raw values aliasing the line.
-type block struct {
-	typ                []byte
-	textRaw            []byte
-	id, name, input    []byte
-	toolUseID, content []byte
-	isError            bool
-}
-
-func readBlock(r *reader) block {
-	var b block
-	first := true
-	for r.object(&first) {
-		switch string(r.key()) {
-		case "type":
-			b.typ, _ = r.rawString()
-		case "text":
-			b.textRaw = r.raw()
-		case "id":
-			b.id = r.raw()
-		case "name":
-			b.name = r.raw()
-		case "input":
-			b.input = r.raw()
-		case "tool_use_id":
-			b.toolUseID = r.raw()
-		case "content":
-			b.content = r.raw()
-		case "is_error":
-			b.isError = r.boolean()
-		default:
-			r.skip()
-		}
-	}
-	return b
-}
-
-func (b *block) text() string {
-	s, _ := (&reader{b: b.textRaw}).str()
-	return s
-}
-
-// user turns the tool_result blocks of a user message into events.
+// user turns the tool_result blocks of a user message into events. A
+// user message whose content is a plain string is the prompt echoed back.
 func (p *ClaudeCode) user(l *claudeLine) []Event {
-	var content []byte
-	r := reader{b: l.message}
-	first := true
-	for r.object(&first) {
-		if string(r.key()) == "content" {
-			content = r.raw()
-		} else {
-			r.skip()
-		}
-	}
-	if r.bad || len(content) == 0 || content[0] != '[' {
-		return nil // a plain string is the prompt echoed back
-	}
 	var events []Event
-	r = reader{b: content}
-	first = true
-	for r.array(&first) {
-		b := readBlock(&r)
-		if string(b.typ) != "tool_result" {
-			continue
+	for i := range l.message.blocks {
+		b := &l.message.blocks[i]
+		if b.typ.Is("tool_result") {
+			events = append(events, Event{Type: ToolResult, ID: b.toolUseID.String(), Content: resultContent(b), IsError: b.isError})
 		}
-		id, _ := (&reader{b: b.toolUseID}).str()
-		events = append(events, Event{Type: ToolResult, ID: id, Content: resultContent(b.content), IsError: b.isError})
-	}
-	if r.bad {
-		return nil
 	}
 	return events
 }
@@ -322,97 +246,85 @@ func (p *ClaudeCode) user(l *claudeLine) []Event {
 // resultContent reads a tool_result's content: a string, or an array of
 // blocks whose text blocks are joined with "\n" (images and other blocks
 // are left out).
-func resultContent(raw []byte) string {
-	r := reader{b: raw}
-	switch r.peek() {
-	case '"':
-		s, _ := r.str()
-		return s
-	case '[':
-		var parts []string
-		first := true
-		for r.array(&first) {
-			b := readBlock(&r)
-			if string(b.typ) == "text" {
-				parts = append(parts, b.text())
-			}
-		}
-		return strings.Join(parts, "\n")
+func resultContent(b *block) string {
+	if b.content.set {
+		return b.content.String()
 	}
-	return ""
+	var parts []string
+	for i := range b.contentBlocks {
+		if c := &b.contentBlocks[i]; c.typ.Is("text") {
+			parts = append(parts, c.text.String())
+		}
+	}
+	return strings.Join(parts, "\n")
 }
 
-// streamEvent handles one raw API stream event from --include-partial-messages.
-func (p *ClaudeCode) streamEvent(l *claudeLine) []Event {
-	var typ, msgID, blockType, deltaType []byte
-	var index int64 = -1
-	var text string
-	r := reader{b: l.event}
+// streamEvent is the part of a raw API stream event that the parser reads.
+type streamEvent struct {
+	typ       jstr
+	index     int64
+	msgID     jstr // message_start's message.id
+	blockType jstr // content_block_start's content_block.type
+	deltaType jstr
+	text      jstr // content_block_delta's delta.text
+}
+
+func readStreamEvent(r *reader) streamEvent {
+	e := streamEvent{index: -1}
 	first := true
 	for r.object(&first) {
 		switch string(r.key()) {
 		case "type":
-			typ, _ = r.rawString()
+			e.typ = r.jstring()
 		case "index":
 			if n, ok := parseInt(r.number()); ok {
-				index = n
+				e.index = n
 			}
 		case "message":
-			f := true
-			for r.object(&f) {
-				if string(r.key()) == "id" {
-					msgID, _ = r.rawString()
-				} else {
-					r.skip()
-				}
-			}
+			var m message
+			readMessage(r, &m, nil)
+			e.msgID = m.id
 		case "content_block":
-			f := true
-			for r.object(&f) {
-				if string(r.key()) == "type" {
-					blockType, _ = r.rawString()
-				} else {
-					r.skip()
-				}
-			}
+			e.blockType = readBlock(r).typ
 		case "delta":
-			f := true
-			for r.object(&f) {
-				switch string(r.key()) {
-				case "type":
-					deltaType, _ = r.rawString()
-				case "text":
-					text, _ = r.str()
-				default:
-					r.skip()
-				}
-			}
+			d := readBlock(r)
+			e.deltaType, e.text = d.typ, d.text
 		default:
 			r.skip()
 		}
 	}
-	if r.bad || l.subagent {
+	return e
+}
+
+// streamEvent handles one raw API stream event from --include-partial-messages.
+func (p *ClaudeCode) streamEvent(l *claudeLine) []Event {
+	if l.subagent {
 		return nil
 	}
-	switch string(typ) {
-	case "message_start":
+	e := &l.event
+	switch {
+	case e.typ.Is("message_start"):
 		p.resetStream()
-		p.streamMsg = string(msgID)
+		p.streamMsg = e.msgID.String()
 		if p.streamMsg == "" {
 			p.streamMsg = anyMessage
 		}
-	case "content_block_start":
-		if b := p.block(index); b != nil && string(blockType) == "text" {
+	case e.typ.Is("content_block_start"):
+		if b := p.block(e.index); b != nil && e.blockType.Is("text") {
 			b.text = true
 		}
-	case "content_block_delta":
-		if string(deltaType) != "text_delta" || text == "" {
+	case e.typ.Is("content_block_delta"):
+		if !e.deltaType.Is("text_delta") {
+			return nil
+		}
+		text := e.text.String()
+		if text == "" {
 			return nil
 		}
 		if p.streamMsg == "" {
 			p.streamMsg = anyMessage // deltas without a message_start still count
 		}
-		if b := p.block(index); b != nil {
+		if b := p.block(e.index); b != nil {
 			b.text = true
 			b.streamed = append(b.streamed, text...)
 		}

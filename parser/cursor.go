@@ -30,7 +30,8 @@ import (
 //     0 is a value).
 //   - user, thinking and anything unknown: skipped.
 type Cursor struct {
-	sessionID string // from system/init, for a result without one
+	sessionID string  // from system/init, for a result without one
+	scratch   []block // the blocks of the line being parsed
 
 	seg       []byte // text delivered since the current segment began
 	segDeltas int    // assistant lines that delivered it
@@ -40,11 +41,11 @@ type Cursor struct {
 func NewCursor() Parser { return &Cursor{} }
 
 type cursorLine struct {
-	typ, subtype []byte
-	message      []byte // raw
+	typ, subtype jstr
+	message      message
 	toolCall     []byte // raw
 	callID       string
-	sessionID    string
+	sessionID    jstr // decoded only by the lines that use it
 	isError      bool
 	result       string
 	errorText    string
@@ -55,27 +56,33 @@ type cursorLine struct {
 
 // Parse implements Parser. The returned slice is the caller's.
 func (p *Cursor) Parse(line []byte) []Event {
+	var l cursorLine
+	events := p.parse(line, &l)
+	p.scratch = reuseBlocks(l.message.blocks, p.scratch)
+	return events
+}
+
+func (p *Cursor) parse(line []byte, l *cursorLine) []Event {
 	line, ok := jsonLine(line)
 	if !ok {
 		return nil
 	}
-	var l cursorLine
 	r := reader{b: line}
 	first := true
 	for r.object(&first) {
 		switch string(r.key()) {
 		case "type":
-			l.typ, _ = r.rawString()
+			l.typ = r.jstring()
 		case "subtype":
-			l.subtype, _ = r.rawString()
+			l.subtype = r.jstring()
 		case "message":
-			l.message = r.raw()
+			readMessage(&r, &l.message, p.scratch)
 		case "tool_call":
 			l.toolCall = r.raw()
 		case "call_id":
 			l.callID, _ = r.str()
 		case "session_id":
-			l.sessionID, _ = r.str()
+			l.sessionID = r.jstring()
 		case "is_error":
 			l.isError = r.boolean()
 		case "result":
@@ -96,16 +103,16 @@ func (p *Cursor) Parse(line []byte) []Event {
 	if !r.end() {
 		return nil
 	}
-	switch string(l.typ) {
+	switch string(l.typ.bytes()) {
 	case "assistant":
-		return p.assistant(&l)
+		return p.assistant(l)
 	case "tool_call":
-		return p.toolCall(&l)
+		return p.toolCall(l)
 	case "result":
-		return []Event{p.result(&l)}
+		return []Event{p.result(l)}
 	case "system":
-		if string(l.subtype) == "init" && l.sessionID != "" {
-			p.sessionID = l.sessionID
+		if s := l.sessionID.String(); l.subtype.Is("init") && s != "" {
+			p.sessionID = s
 		}
 	}
 	return nil
@@ -113,27 +120,12 @@ func (p *Cursor) Parse(line []byte) []Event {
 
 func (p *Cursor) assistant(l *cursorLine) []Event {
 	var text string
-	r := reader{b: l.message}
-	first := true
-	for r.object(&first) {
-		if string(r.key()) != "content" {
-			r.skip()
-			continue
-		}
-		if r.peek() == '"' { // tolerate a plain string
-			text, _ = r.str()
-			continue
-		}
-		var parts []string
-		f := true
-		for r.array(&f) {
-			if b := readBlock(&r); string(b.typ) == "text" {
-				parts = append(parts, b.text())
-			}
-		}
-		text = strings.Join(parts, "")
+	if l.message.content.set { // tolerate a plain string
+		text = l.message.content.String()
+	} else {
+		text = joinText(l.message.blocks)
 	}
-	if r.bad || text == "" {
+	if text == "" {
 		return nil
 	}
 	if p.isSummary(l, text) {
@@ -143,6 +135,20 @@ func (p *Cursor) assistant(l *cursorLine) []Event {
 	p.seg = append(p.seg, text...)
 	p.segDeltas++
 	return []Event{{Type: Text, Content: text}}
+}
+
+// joinText concatenates the text blocks of blocks.
+func joinText(blocks []block) string {
+	var parts []string
+	for i := range blocks {
+		if b := &blocks[i]; b.typ.Is("text") {
+			if len(blocks) == 1 {
+				return b.text.String()
+			}
+			parts = append(parts, b.text.String())
+		}
+	}
+	return strings.Join(parts, "")
 }
 
 // isSummary reports whether text is the line that closes a segment by
@@ -165,7 +171,7 @@ func (p *Cursor) endSegment() {
 
 func (p *Cursor) result(l *cursorLine) Event {
 	p.endSegment()
-	if l.isError || string(l.subtype) == "error" {
+	if l.isError || l.subtype.Is("error") {
 		msg := l.result
 		if msg == "" {
 			msg = l.errorText
@@ -175,7 +181,7 @@ func (p *Cursor) result(l *cursorLine) Event {
 		}
 		return Event{Type: Error, Message: msg}
 	}
-	e := Event{Type: Done, SessionID: l.sessionID}
+	e := Event{Type: Done, SessionID: l.sessionID.String()}
 	if e.SessionID == "" {
 		e.SessionID = p.sessionID
 	}
@@ -189,8 +195,8 @@ func (p *Cursor) result(l *cursorLine) Event {
 // a ToolResult.
 func (p *Cursor) toolCall(l *cursorLine) []Event {
 	p.endSegment()
-	started := string(l.subtype) == "started"
-	if !started && string(l.subtype) != "completed" {
+	started := l.subtype.Is("started")
+	if !started && !l.subtype.Is("completed") {
 		return nil
 	}
 	var name string

@@ -119,4 +119,3 @@ func TestCursorRules(t *testing.T) {
 {"type":"text","content":"` + "\ufffd\ufffd" + ` half"}`},
 	})
 }
-

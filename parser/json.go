@@ -1,9 +1,12 @@
 package parser
 
 import (
+	"bytes"
+	"encoding/binary"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // This file holds a small validating JSON reader. The parsers walk each
@@ -167,8 +170,12 @@ func (r *reader) rawString() (raw []byte, escaped bool) {
 	start := r.i + 1
 	b := r.b
 	for i := start; i < len(b); {
+		// Fast path: eight plain bytes at a time.
+		if i+8 <= len(b) && plain8(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+			continue
+		}
 		c := b[i]
-		// Fast path over plain bytes.
 		if c != '"' && c != '\\' && c >= 0x20 {
 			i++
 			continue
@@ -205,6 +212,23 @@ func (r *reader) rawString() (raw []byte, escaped bool) {
 	return nil, false
 }
 
+// plain8 reports whether none of the eight bytes in x is a quote, a
+// backslash or a control character, i.e. all can be skipped inside a
+// string. (SWAR: a byte test sets the byte's high bit; borrows can only add
+// false alarms, which the byte-wise path then handles.)
+func plain8(x uint64) bool {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	quote := x ^ (ones * '"')
+	bslash := x ^ (ones * '\\')
+	hasQuote := (quote - ones) &^ quote
+	hasBslash := (bslash - ones) &^ bslash
+	hasCtl := (x - ones*0x20) &^ x
+	return (hasQuote|hasBslash|hasCtl)&highs == 0
+}
+
 func isHex4(b []byte) bool {
 	for _, c := range b[:4] {
 		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
@@ -233,20 +257,6 @@ func (r *reader) str() (s string, ok bool) {
 	}
 	r.skip()
 	return "", false
-}
-
-// isStr reads a string value and reports whether it equals want, without
-// allocating. Any other value is skipped and compares false.
-func (r *reader) isStr(want string) bool {
-	if r.peek() != '"' {
-		r.skip()
-		return false
-	}
-	raw, esc := r.rawString()
-	if esc {
-		return unescape(raw) == want
-	}
-	return string(raw) == want
 }
 
 // boolean reads true or false; anything else is skipped and reads false.
@@ -392,54 +402,71 @@ func validString(raw []byte) string {
 // surrogates and invalid UTF-8 bytes become U+FFFD (encoding/json's rules).
 func unescape(raw []byte) string {
 	out := make([]byte, 0, len(raw))
-	for i := 0; i < len(raw); {
-		c := raw[i]
-		switch {
-		case c == '\\':
-			switch raw[i+1] {
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				r1 := hex4(raw[i+2 : i+6])
-				i += 6
-				if utf16.IsSurrogate(r1) {
-					if i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
-						if d := utf16.DecodeRune(r1, hex4(raw[i+2:i+6])); d != utf8.RuneError {
-							i += 6
-							out = utf8.AppendRune(out, d)
-							continue
-						}
-					}
-					r1 = utf8.RuneError
-				}
-				out = utf8.AppendRune(out, r1)
-				continue
-			default: // '"', '\\', '/'
-				out = append(out, raw[i+1])
-			}
-			i += 2
-		case c < utf8.RuneSelf:
-			out = append(out, c)
-			i++
-		default:
-			r, size := utf8.DecodeRune(raw[i:])
-			if r == utf8.RuneError && size == 1 {
-				out = append(out, "\uFFFD"...)
-			} else {
-				out = append(out, raw[i:i+size]...)
-			}
-			i += size
+	for len(raw) > 0 {
+		n := bytes.IndexByte(raw, '\\')
+		if n < 0 {
+			n = len(raw)
 		}
+		out = appendValidUTF8(out, raw[:n])
+		raw = raw[n:]
+		if len(raw) == 0 {
+			break
+		}
+		switch raw[1] {
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r1 := hex4(raw[2:6])
+			raw = raw[6:]
+			if utf16.IsSurrogate(r1) {
+				if len(raw) >= 6 && raw[0] == '\\' && raw[1] == 'u' {
+					if d := utf16.DecodeRune(r1, hex4(raw[2:6])); d != utf8.RuneError {
+						raw = raw[6:]
+						out = utf8.AppendRune(out, d)
+						continue
+					}
+				}
+				r1 = utf8.RuneError
+			}
+			out = utf8.AppendRune(out, r1)
+			continue
+		default: // '"', '\\', '/'
+			out = append(out, raw[1])
+		}
+		raw = raw[2:]
 	}
-	return string(out)
+	if len(out) == 0 {
+		return ""
+	}
+	// out is never written again: hand its bytes to the string as
+	// strings.Builder does, saving a copy of large tool outputs.
+	return unsafe.String(&out[0], len(out))
+}
+
+// appendValidUTF8 appends s to out, each invalid UTF-8 byte replaced by
+// U+FFFD.
+func appendValidUTF8(out, s []byte) []byte {
+	if utf8.Valid(s) {
+		return append(out, s...)
+	}
+	for len(s) > 0 {
+		r, size := utf8.DecodeRune(s)
+		if r == utf8.RuneError && size == 1 {
+			out = append(out, "\uFFFD"...)
+		} else {
+			out = append(out, s[:size]...)
+		}
+		s = s[size:]
+	}
+	return out
 }
 
 func hex4(b []byte) rune {
