@@ -192,6 +192,10 @@ func TestSendEditActivity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	started, err := a.Send(ctx, core.Place{Channel: "C1", ReplyTo: "7.7", StartThread: true}, "opens a thread")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := a.Edit(ctx, top, "**Answer**, longer"); err != nil {
 		t.Fatal(err)
 	}
@@ -202,12 +206,13 @@ func TestSendEditActivity(t *testing.T) {
 		t.Fatal(err)
 	}
 	posts := fake.Calls("chat.postMessage")
-	if len(posts) != 4 {
+	if len(posts) != 5 {
 		t.Fatalf("%d posts", len(posts))
 	}
 	for i, want := range []struct{ thread, text string }{
 		{"", "*Answer* &lt;!here&gt;"},
 		{"5.5", "in thread"},
+		{"7.7", "opens a thread"},
 		{top.ID, "🔧 *Bash* — `go test ./...`"},
 		{"5.5", "📖 *Read*"},
 	} {
@@ -215,8 +220,8 @@ func TestSendEditActivity(t *testing.T) {
 			t.Errorf("post %d: thread_ts %q text %q, want %q %q", i, posts[i].Args["thread_ts"], posts[i].Args["text"], want.thread, want.text)
 		}
 	}
-	if top.Thread != "" || inThread.Thread != "5.5" || top.Channel != "C1" {
-		t.Errorf("refs %+v %+v", top, inThread)
+	if top.Thread != "" || inThread.Thread != "5.5" || started.Thread != "7.7" || top.Channel != "C1" {
+		t.Errorf("refs %+v %+v %+v", top, inThread, started)
 	}
 	if m, _ := fake.Message("C1", top.ID); m.Text != "*Answer*, longer" || m.Edits != 1 {
 		t.Errorf("answer after edit: %+v", m)

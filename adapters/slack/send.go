@@ -14,14 +14,20 @@ import (
 	"github.com/golem-chat/golem/core"
 )
 
-// Send posts text as a new message in to.Channel, in the thread to.Thread
-// when set. It waits for the channel's posting pace first.
+// Send posts text as a new message in to.Channel: in the thread to.Thread
+// when set, else in a thread opened on to.ReplyTo when to.StartThread asks
+// for one, else at the top of the channel. It waits for the channel's
+// posting pace first.
 func (a *Adapter) Send(ctx context.Context, to core.Place, text string) (core.MessageRef, error) {
-	ts, err := a.post(ctx, to.Channel, to.Thread, text)
+	thread := to.Thread
+	if thread == "" && to.StartThread {
+		thread = to.ReplyTo
+	}
+	ts, err := a.post(ctx, to.Channel, thread, text)
 	if err != nil {
 		return core.MessageRef{}, fmt.Errorf("slack: post an answer: %w", err)
 	}
-	return core.MessageRef{Channel: to.Channel, Thread: to.Thread, ID: ts}, nil
+	return core.MessageRef{Channel: to.Channel, Thread: thread, ID: ts}, nil
 }
 
 // SendActivity posts text in the answer's thread: the thread the answer is
