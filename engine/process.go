@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -125,7 +126,42 @@ type process struct {
 	cmd            *exec.Cmd
 	stdout, stderr *os.File // read ends of the pipes
 	started        time.Time
-	resumed        bool
+
+	// Set by stop, which exec calls (once) when ctx is done; Wait returns
+	// only after it did.
+	stopAt time.Time
+	tree   []procID // the CLI's descendants when it was stopped
+}
+
+// stop is the Cmd's Cancel: it sends SIGTERM to the process group and to
+// every descendant of the CLI (some live in sessions of their own).
+func (p *process) stop() error {
+	p.stopAt = time.Now()
+	p.tree = descendants(p.cmd.Process.Pid)
+	err := signalGroup(p.cmd, syscall.SIGTERM)
+	for _, d := range p.tree {
+		d.signal(syscall.SIGTERM)
+	}
+	return err
+}
+
+// reap runs after a stopped CLI has exited: it gives the rest of the tree
+// what remains of the grace period to exit, then SIGKILLs the group, the
+// survivors and anything they started since.
+func (p *process) reap() {
+	deadline := p.stopAt.Add(killGrace)
+	for time.Now().Before(deadline) && slices.ContainsFunc(p.tree, procID.alive) {
+		time.Sleep(20 * time.Millisecond) // not our children: no exit notification to wait on
+	}
+	signalGroup(p.cmd, syscall.SIGKILL)
+	for _, d := range p.tree {
+		if d.alive() {
+			for _, dd := range descendants(d.pid) {
+				dd.signal(syscall.SIGKILL)
+			}
+			d.signal(syscall.SIGKILL)
+		}
+	}
 }
 
 // start starts the CLI for t in a process group of its own.
@@ -134,8 +170,9 @@ func (c *cli) start(ctx context.Context, path string, t Turn, key string) (*proc
 	cmd.Dir = t.Workdir
 	cmd.Env = c.env(key)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return signalGroup(cmd, syscall.SIGTERM) }
-	cmd.WaitDelay = killGrace // then the leader gets SIGKILL; loop kills the rest of the group
+	p := &process{cmd: cmd}
+	cmd.Cancel = p.stop
+	cmd.WaitDelay = killGrace // then the CLI gets SIGKILL; reap ends the rest
 
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -157,7 +194,8 @@ func (c *cli) start(ctx context.Context, path string, t Turn, key string) (*proc
 		return nil, fmt.Errorf("engine %s: start %s: %w", c.name, path, err)
 	}
 	c.log.Debug("agent started", "pid", cmd.Process.Pid, "workdir", t.Workdir, "resume", t.SessionID != "")
-	return &process{cmd: cmd, stdout: outR, stderr: errR, started: time.Now(), resumed: t.SessionID != ""}, nil
+	p.stdout, p.stderr, p.started = outR, errR, time.Now()
+	return p, nil
 }
 
 // follow reads p's output until it ends, sends its non-terminal events to
@@ -193,8 +231,8 @@ func (c *cli) follow(ctx context.Context, r *Run, p *process) (final parser.Even
 	}()
 
 	waitErr := p.cmd.Wait()
-	if ctx.Err() != nil {
-		signalGroup(p.cmd, syscall.SIGKILL) // children that outlived SIGTERM
+	if !p.stopAt.IsZero() {
+		p.reap()
 	}
 	drained := make(chan error, 1)
 	go func() {

@@ -145,6 +145,8 @@ func TestStopKillsGroup(t *testing.T) {
 		{"claude", "claude-code", "!hang"},
 		{"cursor", "cursor", "!hang"},
 		{"ignores SIGTERM", "claude-code", "!ignore-term\n!hang"},
+		{"child in its own session", "claude-code", "!hang setsid"},
+		{"ignores SIGTERM, child in its own session", "cursor", "!ignore-term\n!hang setsid"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -12,10 +12,12 @@
 // stream-json --verbose ...`) unless the base name of its argv[0] is
 // `agent` (BuildCursor returns such a symlink) or env FAKE_AGENT_FORMAT is
 // "cursor"; then it speaks Cursor's (`agent -p PROMPT --output-format
-// stream-json --stream-partial-output --force ...`). It accepts exactly the
-// flags of the real CLI it plays and fails like it on an unknown flag
-// (stderr "error: unknown option '--x'", exit 1). Claude Code's fake also
-// refuses stream-json without --verbose, as the real one does.
+// stream-json --stream-partial-output --force ...`). It accepts the flags
+// of the real CLI it plays that golem uses (Claude Code's fake also
+// --max-turns, --append-system-prompt and --add-dir) and fails like the
+// real one on any other (stderr "error: unknown option '--x'", exit 1).
+// Claude Code's fake also refuses stream-json without --verbose, as the
+// real one does.
 //
 // Claude Code's fake prints system/init, then for each text block
 // stream_event lines (message_start, content_block_start, text deltas,
@@ -60,6 +62,8 @@
 //	!ignore-term        ignore SIGTERM (the engine must escalate to SIGKILL)
 //	!hang               wait forever; a child `sleep 600` (started at launch,
 //	                    holding stderr, pid in the log's child_pid) waits too
+//	!hang setsid        the same, but the child runs in a session of its own
+//	                    (as Claude Code's tool commands do), outside the group
 //
 // # Log
 //

@@ -58,6 +58,11 @@ func main() {
 	if script.hang {
 		child := exec.Command("sleep", "600")
 		child.Stderr = os.Stderr // holds the stderr pipe, as a real tool process would
+		if script.setsid {
+			// Claude Code runs tool commands so: out of the CLI's process group.
+			child.Stderr = nil
+			child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		}
 		if err := child.Start(); err != nil {
 			fail(1, "fake agent: start sleep child: "+err.Error())
 		}
@@ -144,9 +149,10 @@ type directive struct{ name, arg string }
 
 // script is the prompt split into directives and the text to echo.
 type script struct {
-	steps []directive
-	text  string // the non-directive lines, trimmed
-	hang  bool
+	steps  []directive
+	text   string // the non-directive lines, trimmed
+	hang   bool
+	setsid bool // the hang child runs in a session of its own
 }
 
 var known = map[string]bool{
@@ -169,7 +175,9 @@ func parseScript(prompt string) (script, error) {
 			return s, fmt.Errorf("unknown directive %q", t)
 		}
 		s.steps = append(s.steps, directive{name, strings.TrimSpace(arg)})
-		s.hang = s.hang || name == "hang"
+		if name == "hang" {
+			s.hang, s.setsid = true, strings.TrimSpace(arg) == "setsid"
+		}
 	}
 	s.text = strings.TrimSpace(strings.Join(text, "\n"))
 	if s.text != "" || len(s.steps) == 0 {
