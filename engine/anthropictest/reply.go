@@ -51,6 +51,20 @@ func ToolUse(id, name string, input any) Block {
 // Text is a reply of one text block.
 func Text(text string) Reply { return Reply{Blocks: []Block{TextBlock(text)}} }
 
+// Script answers the model calls of a scenario with replies in order, one
+// per call, repeating the last one when the calls outnumber them. Unlike
+// the built-in scenarios it counts calls, so a CLI retry moves it on.
+func Script(replies ...Reply) Responder {
+	if len(replies) == 0 {
+		panic("anthropictest: a script needs at least one reply")
+	}
+	var calls atomic.Int64
+	return func(*Request) Reply {
+		i := int(calls.Add(1)) - 1
+		return replies[min(i, len(replies)-1)]
+	}
+}
+
 // Overloaded is the API's 529 overloaded error.
 func Overloaded() Reply {
 	return Reply{Status: 529, ErrorType: "overloaded_error", ErrorMessage: "Overloaded"}

@@ -145,13 +145,16 @@ type Server struct {
 }
 
 // NewServer starts a fake on 127.0.0.1 with the built-in scenarios (see
-// Scenarios) and closes it when t ends.
+// ScenarioText and the others) and closes it when t ends. The base URL
+// without a scenario (URL itself) answers as ScenarioText until Handle("")
+// says otherwise.
 func NewServer(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{t: t, scenarios: map[string]Responder{}}
 	for name, r := range builtin {
 		s.scenarios[name] = r
 	}
+	s.scenarios[""] = builtin[ScenarioText]
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	s.URL = s.srv.URL
 	t.Cleanup(s.srv.Close)
@@ -159,10 +162,11 @@ func NewServer(t testing.TB) *Server {
 }
 
 // Handle sets (or replaces) the responder of a scenario, which the CLI
-// selects with BaseURL(name).
+// selects with BaseURL(name); name "" is the base URL without a scenario.
+// A name is one path segment other than "v1" and "api".
 func (s *Server) Handle(name string, r Responder) {
-	if name == "" || strings.Contains(name, "/") {
-		panic("anthropictest: a scenario name is one non-empty path segment")
+	if strings.Contains(name, "/") || name == "v1" || name == "api" {
+		panic("anthropictest: a scenario name is one path segment other than v1 and api")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

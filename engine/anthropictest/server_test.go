@@ -3,6 +3,7 @@ package anthropictest
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"reflect"
@@ -210,5 +211,31 @@ func TestStep(t *testing.T) {
 		if got := (&Request{Messages: tc.msgs}).Step(); got != tc.want {
 			t.Errorf("%s: Step() = %d, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestScriptAndRoot(t *testing.T) {
+	srv := NewServer(t)
+	srv.Handle("flaky", Script(Overloaded(), Text("second"), Text("third")))
+	var got []string
+	for range 4 {
+		resp := post(t, srv.BaseURL("flaky"), `{"messages":[]}`)
+		var msg struct {
+			Content []struct{ Text string }
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&msg)
+		if resp.StatusCode != 200 {
+			got = append(got, fmt.Sprint(resp.StatusCode))
+			continue
+		}
+		got = append(got, msg.Content[0].Text)
+	}
+	if want := []string{"529", "second", "third", "third"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("script answers %q, want %q", got, want)
+	}
+
+	resp := post(t, srv.URL, `{"messages":[]}`)
+	if resp.StatusCode != 200 || len(srv.MessageRequests("")) != 1 {
+		t.Errorf("the root answered %d (requests %d), want the text scenario", resp.StatusCode, len(srv.MessageRequests("")))
 	}
 }
