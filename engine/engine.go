@@ -15,8 +15,10 @@
 //   - "the agent ended without a result: exit code N; stderr: ..." when the
 //     process ends without one;
 //   - "stopped" when ctx is cancelled, "timed out" when its deadline passes
-//     (or its cancel cause wraps context.DeadlineExceeded). The whole group
-//     gets SIGTERM, then SIGKILL after two seconds.
+//     (or its cancel cause wraps context.DeadlineExceeded). The CLI's process
+//     group and every process below it (Claude Code runs tool commands in
+//     sessions of their own) get SIGTERM, then SIGKILL after two seconds;
+//     the terminal event comes once they are gone.
 //
 // Resume fallback: when a turn with a SessionID fails with an error that
 // mentions "resume" or "session" before any answer text, the run emits a
