@@ -83,10 +83,10 @@ func New(name string, cfg Config) (Engine, error) {
 // Turn is one prompt for an agent.
 type Turn struct {
 	Prompt    string
-	SessionID string // resume this session; empty starts a new one
-	Model     string // empty: the CLI's default
-	Workdir   string // the agent's working directory; must exist
-	APIKey    string // empty: the environment is inherited as it is
+	SessionID string   // resume this session; empty starts a new one
+	Model     string   // empty: the CLI's default
+	Workdir   string   // the agent's working directory; must exist
+	APIKey    string   // empty: the environment is inherited as it is
 	Files     []string // absolute paths of files the user attached (already in Workdir's inbox)
 }
 

@@ -165,12 +165,12 @@ func TestEnv(t *testing.T) {
 	t.Setenv("GOLEM_TEST_INHERITED", "yes")
 	unset := "<unset>"
 	tests := []struct {
-		name          string
-		engine        string
-		cfg           engine.Config
-		key           string
-		anthropic     string
-		cursor        string
+		name           string
+		engine         string
+		cfg            engine.Config
+		key            string
+		anthropic      string
+		cursor         string
 		extra, inherit string
 	}{
 		{"claude turn key", "claude-code", engine.Config{}, "turn-key", "turn-key", "parent-cursor", unset, "yes"},
