@@ -184,9 +184,13 @@ func (p *ClaudeCode) result(l *claudeLine) Event {
 func (p *ClaudeCode) assistant(l *claudeLine) []Event {
 	id := l.message.id.String()
 	streamed := p.streamMsg == anyMessage || p.streamMsg != "" && (id == "" || id == p.streamMsg)
+	blocks := l.message.blocks
+	if l.message.content.set { // a plain string content is one text block
+		blocks = []block{{typ: jstr{raw: []byte("text"), set: true}, text: l.message.content}}
+	}
 	var events []Event
-	for i := range l.message.blocks {
-		b := &l.message.blocks[i]
+	for i := range blocks {
+		b := &blocks[i]
 		switch {
 		case b.typ.Is("text"):
 			if l.subagent || l.errorText != "" {
@@ -271,6 +275,10 @@ type streamEvent struct {
 
 func readStreamEvent(r *reader) streamEvent {
 	e := streamEvent{index: -1}
+	if r.peek() != '{' {
+		r.skip()
+		return e
+	}
 	first := true
 	for r.object(&first) {
 		switch string(r.key()) {

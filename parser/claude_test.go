@@ -16,6 +16,9 @@ func TestClaudeCodeRules(t *testing.T) {
 		}, `{"type":"text","content":"A"}
 {"type":"tool_call","id":"t1","name":"Bash","args":{"command":"ls"}}
 {"type":"text","content":"B"}`},
+		{"a plain string content is text", []string{
+			`{"type":"assistant","message":{"id":"m","content":"plain"}}`,
+		}, `{"type":"text","content":"plain"}`},
 		{"thinking is not answer text", []string{
 			`{"type":"assistant","message":{"id":"m","content":[{"type":"thinking","thinking":"secret plan","signature":"sig"}]}}`,
 			`{"type":"assistant","message":{"id":"m","content":[{"type":"redacted_thinking","data":"xx"}]}}`,
@@ -79,6 +82,16 @@ func TestClaudeCodeRules(t *testing.T) {
 			`{"type":"assistant","extra":[1,{"a":[true,false,null]}],"message":{"id":"m","new":{"x":-1.5e+3},"content":[{"type":"server_tool_use","id":"s"},{"type":"text","text":"kept","citations":null}]}}`,
 			`{"type":42}`, `{}`, `[]`, `"x"`,
 		}, `{"type":"text","content":"kept"}`},
+		{"fields of an unexpected kind read as absent", []string{
+			`{"type":"assistant","message":null}`,
+			`{"type":"assistant","message":{"id":5,"content":[7,"x",{"type":"text","text":9},{"type":"text","text":"ok"}]}}`,
+			`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":1,"content":{"odd":true},"is_error":"yes"}]}}`,
+			`{"type":"stream_event","event":"message_start"}`,
+			`{"type":"stream_event","event":{"type":"content_block_delta","index":"0","delta":[]}}`,
+			`{"type":"result","message":null,"event":5,"session_id":7,"is_error":"yes","duration_ms":"5","errors":{},"result":[1]}`,
+		}, `{"type":"text","content":"ok"}
+{"type":"tool_result","id":"","content":"","is_error":false}
+{"type":"done","session_id":""}`},
 		{"non-JSON and broken lines are skipped", []string{
 			``, `   `, `hello`, `{"type":"assistant"`, `{"type":"assistant","message":{"content":[{"type":"text","text":"x"}]}} trailing`,
 			`{"type":"assistant","message":{"content":[{"type":"text","text":"bad \x escape"}]}}`,

@@ -109,6 +109,17 @@ func TestCursorRules(t *testing.T) {
 			`{"type":"error","message":"denied"}`},
 		{"an empty error result still says something", []string{`{"type":"result","is_error":true}`},
 			`{"type":"error","message":"the agent reported an error"}`},
+		{"fields of an unexpected kind read as absent", []string{
+			`{"type":"assistant","message":"plain"}`,
+			`{"type":"assistant","message":{"content":[1,{"type":"text","text":"ok"}]}}`,
+			`{"type":"tool_call","subtype":"started","call_id":3,"tool_call":{"readToolCall":{"args":[1]}}}`,
+			`{"type":"tool_call","subtype":"completed","call_id":null,"tool_call":{"readToolCall":{"result":{"success":{"content":5}}}}}`,
+			`{"type":"tool_call","subtype":"started","tool_call":"shellToolCall"}`,
+			`{"type":"result","message":null,"session_id":7,"is_error":"yes","duration_ms":"5","result":[1]}`,
+		}, `{"type":"text","content":"ok"}
+{"type":"tool_call","id":"","name":"read","args":{}}
+{"type":"tool_result","id":"","content":"{\"content\":5}","is_error":false}
+{"type":"done","session_id":""}`},
 		{"unknown, non-JSON and broken lines are skipped", []string{
 			`{"type":"interaction_query","x":{}}`, `nope`, `{"type":"assistant","message":`, `{"type":"assistant","message":{"content":[{"type":"text","text":"x"}]}}}`,
 		}, ``},

@@ -71,6 +71,10 @@ type message struct {
 // are appended to scratch (a parser's buffer reused from line to line, to
 // save an allocation per line).
 func readMessage(r *reader, m *message, scratch []block) {
+	if r.peek() != '{' { // an unexpected kind of value reads as empty
+		r.skip()
+		return
+	}
 	first := true
 	for r.object(&first) {
 		switch string(r.key()) {
@@ -108,6 +112,10 @@ func readBlocks(r *reader, blocks []block) []block {
 
 func readBlock(r *reader) block {
 	var b block
+	if r.peek() != '{' {
+		r.skip()
+		return b
+	}
 	first := true
 	for r.object(&first) {
 		switch string(r.key()) {
