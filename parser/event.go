@@ -2,6 +2,12 @@
 // events. Parsers are pure: no I/O, no goroutines; the little state a run
 // needs (Cursor's segment accumulator, Claude Code's partial-message
 // tracking) lives in a per-run value created with the engine's constructor.
+//
+// A run's output is read with ReadLines (lines of any length), parsed with
+// the Parser from New (or NewClaudeCode, NewCursor), and wrapped in a Guard
+// so that the run ends with exactly one terminal event whatever the CLI
+// prints. The rules each parser follows are documented on ClaudeCode and
+// Cursor; `bot events` shows their output for a recorded stdout.
 package parser
 
 import (
