@@ -18,7 +18,8 @@ import (
 //     closes every segment (the text between tool calls, and the text before
 //     the result) with a summary line repeating the segment's text; that
 //     line is recognized by comparing it with the text accumulated since the
-//     segment began, and skipped.
+//     segment began (also when it comes after the tool call that ended the
+//     segment), and skipped.
 //   - tool_call started: ToolCall. completed: ToolResult. The tool is the
 //     key of tool_call ending in "ToolCall", reported without that suffix
 //     ("shellToolCall" is "shell"), with its args; or the "function" key's
@@ -35,6 +36,11 @@ type Cursor struct {
 
 	seg       []byte // text delivered since the current segment began
 	segDeltas int    // assistant lines that delivered it
+
+	// The segment a tool call closed before its summary was seen, in case
+	// the summary comes after the tool call.
+	closed       []byte
+	closedDeltas int
 }
 
 // NewCursor returns a parser for one Cursor agent run.
@@ -128,10 +134,11 @@ func (p *Cursor) assistant(l *cursorLine) []Event {
 	if text == "" {
 		return nil
 	}
-	if p.isSummary(l, text) {
+	if isSummary(l, text, p.seg, p.segDeltas) || len(p.seg) == 0 && isSummary(l, text, p.closed, p.closedDeltas) {
 		p.endSegment()
 		return nil
 	}
+	p.closed = p.closed[:0]
 	p.seg = append(p.seg, text...)
 	p.segDeltas++
 	return []Event{{Type: Text, Content: text}}
@@ -152,21 +159,35 @@ func joinText(blocks []block) string {
 }
 
 // isSummary reports whether text is the line that closes a segment by
-// repeating it. It must equal the segment's text so far. A delta that
-// merely repeats a one-delta segment ("ha", "ha") is told apart by Cursor's
-// marks when present: deltas carry timestamp_ms, summaries carry
-// model_call_id or no timestamp.
-func (p *Cursor) isSummary(l *cursorLine, text string) bool {
-	if len(p.seg) == 0 || string(p.seg) != text {
+// repeating it: it must equal the segment's text, seg, delivered by deltas
+// lines. A delta that merely repeats a one-delta segment ("ha", "ha") is
+// told apart by Cursor's marks when present: deltas carry timestamp_ms,
+// summaries carry model_call_id or no timestamp.
+func isSummary(l *cursorLine, text string, seg []byte, deltas int) bool {
+	if len(seg) == 0 || string(seg) != text {
 		return false
 	}
 	looksLikeDelta := l.timestamped && !l.modelCallID
-	return p.segDeltas > 1 || !looksLikeDelta
+	return deltas > 1 || !looksLikeDelta
 }
 
+// endSegment forgets the segment after its summary or at the result.
 func (p *Cursor) endSegment() {
 	p.seg = p.seg[:0]
 	p.segDeltas = 0
+	p.closed = p.closed[:0]
+	p.closedDeltas = 0
+}
+
+// closeSegment ends the segment at a tool call. Its text is kept until the
+// next text, so that a summary printed after the tool call is still
+// recognized.
+func (p *Cursor) closeSegment() {
+	if len(p.seg) == 0 {
+		return
+	}
+	p.closed, p.seg = p.seg, p.closed[:0]
+	p.closedDeltas, p.segDeltas = p.segDeltas, 0
 }
 
 func (p *Cursor) result(l *cursorLine) Event {
@@ -194,7 +215,7 @@ func (p *Cursor) result(l *cursorLine) Event {
 // toolCall turns a started line into a ToolCall and a completed line into
 // a ToolResult.
 func (p *Cursor) toolCall(l *cursorLine) []Event {
-	p.endSegment()
+	p.closeSegment()
 	started := l.subtype.Is("started")
 	if !started && !l.subtype.Is("completed") {
 		return nil

@@ -44,6 +44,20 @@ func TestCursorRules(t *testing.T) {
 {"type":"tool_call","id":"c1","name":"shell","args":{"command":"ls"}}
 {"type":"tool_result","id":"c1","content":"a\n","is_error":false}
 {"type":"text","content":"Look"}`},
+		{"a summary printed after the tool call", []string{
+			delta("Look", 1), delta("ing", 2), shellCall, summary("Looking"), shellDone, delta("Looking", 5),
+		}, `{"type":"text","content":"Look"}
+{"type":"text","content":"ing"}
+{"type":"tool_call","id":"c1","name":"shell","args":{"command":"ls"}}
+{"type":"tool_result","id":"c1","content":"a\n","is_error":false}
+{"type":"text","content":"Looking"}`},
+		{"a summary printed after the tool's result", []string{
+			delta("Look", 1), delta("ing", 2), shellCall, shellDone, summary("Looking"), delta("Done", 6), summary("Done"),
+		}, `{"type":"text","content":"Look"}
+{"type":"text","content":"ing"}
+{"type":"tool_call","id":"c1","name":"shell","args":{"command":"ls"}}
+{"type":"tool_result","id":"c1","content":"a\n","is_error":false}
+{"type":"text","content":"Done"}`},
 		{"full paragraphs without partial output", []string{
 			summary("First paragraph."), summary("Second paragraph."),
 		}, `{"type":"text","content":"First paragraph."}
