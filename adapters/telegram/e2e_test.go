@@ -1,0 +1,306 @@
+package telegram
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golem-chat/golem/adapters/telegram/telegramtest"
+	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/engine"
+	"github.com/golem-chat/golem/engine/enginetest"
+	"github.com/golem-chat/golem/store"
+)
+
+// stack is the whole bot: the real library against the fake Bot API, the
+// core dispatcher with a bbolt store, and the fake agent CLI.
+type stack struct {
+	t     *testing.T
+	s     *telegramtest.Server
+	dir   string // workspace
+	log   string // the fake agent's log
+	db    string
+	scope core.Scope
+	opts  Options
+	stop  func()
+}
+
+func newStack(t *testing.T, fake telegramtest.Options) *stack {
+	dir := t.TempDir()
+	st := &stack{t: t, s: telegramtest.New(t, fake), dir: dir, log: filepath.Join(dir, "agent.log"), db: filepath.Join(t.TempDir(), "golem.db")}
+	t.Setenv("FAKE_AGENT_LOG", st.log)
+	return st
+}
+
+// up starts store, dispatcher and adapter; down (also run at cleanup)
+// stops them in the order the bot does.
+func (st *stack) up() *Adapter {
+	t := st.t
+	db, err := store.Open(st.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := core.NewDispatcher(core.Options{
+		Engines:       map[string]engine.Engine{"claude-code": engine.NewClaudeCode(engine.Config{Command: enginetest.Build(t)})},
+		DefaultEngine: "claude-code",
+		Store:         db,
+		Workspace:     st.dir,
+		Scope:         st.scope,
+		Allow:         []string{"telegram:42"},
+		MaxConcurrent: 100,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := st.opts
+	opts.Token, opts.APIURL, opts.State = st.s.Token(), st.s.URL, db
+	opts.Inbox = core.Inbox{Dir: filepath.Join(st.dir, "inbox")}
+	a, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Register(a)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Start(ctx, d) }()
+	stopped := false
+	st.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Start: %v", err)
+		}
+		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer ccancel()
+		if err := d.Close(cctx); err != nil {
+			t.Errorf("dispatcher close: %v", err)
+		}
+		if err := db.Close(); err != nil {
+			t.Errorf("store close: %v", err)
+		}
+	}
+	t.Cleanup(st.stop)
+	return a
+}
+
+func (st *stack) invocations() []enginetest.Invocation { return enginetest.ReadLog(st.t, st.log) }
+
+func prompt(inv enginetest.Invocation) string { p, _ := inv.Flag("-p"); return p }
+
+// waitText waits until the bot's messages in chat include one whose
+// visible text contains want, and returns it.
+func (st *stack) waitText(chat int64, want string) telegramtest.Message {
+	st.t.Helper()
+	var found telegramtest.Message
+	st.s.WaitUntil(st.t, 20*time.Second, "a bot message containing "+strconv.Quote(want), func() bool {
+		for _, m := range st.s.BotMessages(chat) {
+			if strings.Contains(m.Text, want) {
+				found = m
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+func TestE2EDirectMessageStreamsAndResumes(t *testing.T) {
+	st := newStack(t, telegramtest.Options{EnforceRates: true})
+	st.up()
+	st.s.PushPrivate(ann, "!tool Bash {\"command\":\"go test ./...\"}\n!delta-rate 30ms 100")
+	final := strings.Repeat("x", 100)
+	answer := st.waitText(42, final)
+	if answer.Edits < 1 {
+		t.Errorf("the answer was never edited: %+v", answer)
+	}
+	var tool telegramtest.Message
+	for _, m := range st.s.BotMessages(42) {
+		if strings.Contains(m.Text, "Bash") {
+			tool = m
+		}
+	}
+	if tool.ReplyTo != answer.ID || !strings.Contains(tool.Text, "go test ./...") {
+		t.Fatalf("tool activity %+v is not a reply to the answer %d", tool, answer.ID)
+	}
+	if answer.Text != final {
+		t.Fatalf("final answer %q", answer.Text)
+	}
+	st.s.PushPrivate(ann, "second question")
+	st.waitText(42, "echo: second question")
+	inv := st.invocations()
+	if len(inv) != 2 {
+		t.Fatalf("%d agent runs, want 2", len(inv))
+	}
+	if id, ok := inv[1].Flag("--resume"); !ok || id != inv[0].SessionID {
+		t.Fatalf("second run resumes %q, want the first session %q", id, inv[0].SessionID)
+	}
+	if n := st.s.TooMany(); n != 0 {
+		t.Errorf("the fake answered 429 %d times", n)
+	}
+	if len(st.s.Calls("sendChatAction")) == 0 {
+		t.Error("no typing action while the turn ran")
+	}
+}
+
+func TestE2EStopAndNew(t *testing.T) {
+	st := newStack(t, telegramtest.Options{})
+	st.up()
+	st.s.PushPrivate(ann, "first")
+	st.waitText(42, "echo: first")
+	st.s.PushPrivate(ann, "!sleep 60s") // (!hang deadlocks the fake agent today)
+	st.s.WaitUntil(t, 20*time.Second, "the sleeping run", func() bool { return len(st.invocations()) == 2 })
+	st.s.PushPrivate(ann, "/stop")
+	st.waitText(42, "Stopped")
+	st.s.PushPrivate(ann, "/new")
+	n := len(st.s.BotMessages(42))
+	st.s.WaitUntil(t, 20*time.Second, "the /new answer", func() bool { return len(st.s.BotMessages(42)) > n })
+	st.s.PushPrivate(ann, "fresh start")
+	st.waitText(42, "echo: fresh start")
+	inv := st.invocations()
+	if len(inv) != 3 {
+		t.Fatalf("%d agent runs, want 3", len(inv))
+	}
+	if _, ok := inv[1].Flag("--resume"); !ok {
+		t.Error("the second run did not resume")
+	}
+	if id, ok := inv[2].Flag("--resume"); ok {
+		t.Errorf("the run after /new resumed %q", id)
+	}
+}
+
+func TestE2EGroupMentionAndUnauthorized(t *testing.T) {
+	st := newStack(t, telegramtest.Options{})
+	st.up()
+	const group = -100
+	st.s.PushGroup(group, ann, "just talking")
+	p := st.s.PushGroup(group, ann, "@golem_bot ping")
+	answer := st.waitText(group, "echo: ping")
+	if answer.ReplyTo != p.MessageID {
+		t.Errorf("the group answer replies to %d, want the question %d", answer.ReplyTo, p.MessageID)
+	}
+	eve := telegramtest.User{ID: 99, Username: "eve"}
+	st.s.PushPrivate(eve, "rm -rf /")
+	st.s.WaitUntil(t, 20*time.Second, "a refusal", func() bool { return len(st.s.BotMessages(99)) == 1 })
+	st.s.PushPrivate(ann, "sentinel")
+	st.waitText(42, "echo: sentinel")
+	inv := st.invocations()
+	if len(inv) != 2 || prompt(inv[0]) != "ping" {
+		t.Fatalf("agent runs %d (first prompt %q), want ping and sentinel only", len(inv), prompt(inv[0]))
+	}
+}
+
+func TestE2EForumTopicsAreConversations(t *testing.T) {
+	st := newStack(t, telegramtest.Options{})
+	st.scope = core.ScopeThread
+	st.opts.GroupInterval = 1100 * time.Millisecond // the fake does not enforce 20/min
+	st.up()
+	const group = -300
+	st.s.PushTopic(group, 77, ann, "@golem_bot in seventy-seven")
+	a77 := st.waitText(group, "echo: in seventy-seven")
+	st.s.PushTopic(group, 88, ann, "@golem_bot in eighty-eight")
+	a88 := st.waitText(group, "echo: in eighty-eight")
+	st.s.PushTopic(group, 77, ann, "@golem_bot again")
+	st.waitText(group, "echo: again")
+	if a77.Thread != 77 || a88.Thread != 88 {
+		t.Fatalf("answers in topics %d and %d", a77.Thread, a88.Thread)
+	}
+	inv := st.invocations()
+	if len(inv) != 3 {
+		t.Fatalf("%d runs", len(inv))
+	}
+	if _, ok := inv[1].Flag("--resume"); ok {
+		t.Error("topic 88 resumed topic 77's session")
+	}
+	if id, _ := inv[2].Flag("--resume"); id != inv[0].SessionID {
+		t.Errorf("topic 77's second message resumed %q, want %q", id, inv[0].SessionID)
+	}
+}
+
+func TestE2EHTMLRejectedFallsBackToPlainText(t *testing.T) {
+	st := newStack(t, telegramtest.Options{})
+	st.up()
+	st.s.Fail(100, telegramtest.Failure{HTMLOnly: true, Code: 400, Desc: "Bad Request: can't parse entities: Unsupported start tag \"b\" at byte offset 0"})
+	st.s.PushPrivate(ann, "**bold** & <b>")
+	m := st.waitText(42, "echo:")
+	st.s.WaitUntil(t, 20*time.Second, "the final text", func() bool {
+		ms := st.s.BotMessages(42)
+		return len(ms) > 0 && ms[0].Text == "echo: bold & <b>"
+	})
+	if got := st.s.BotMessages(42)[0]; got.ParseMode != "" || got.ID != m.ID {
+		t.Fatalf("answer %+v", got)
+	}
+}
+
+func TestE2ERateLimitStormKeepsTheExactText(t *testing.T) {
+	st := newStack(t, telegramtest.Options{})
+	st.up()
+	st.s.Fail(6, telegramtest.Failure{Code: 429, Desc: "Too Many Requests: retry after 1", RetryAfter: 1})
+	st.s.PushPrivate(ann, "!delta-rate 20ms 120")
+	want := strings.Repeat("x", 120)
+	st.s.WaitUntil(t, 30*time.Second, "the exact final text", func() bool {
+		ms := st.s.BotMessages(42)
+		return len(ms) == 1 && ms[0].Text == want
+	})
+}
+
+func TestE2ERestartNeitherLosesNorRepeats(t *testing.T) {
+	st := newStack(t, telegramtest.Options{})
+	st.up()
+	st.s.PushPrivate(ann, "before restart")
+	st.waitText(42, "echo: before restart")
+	st.stop()
+	st.s.PushPrivate(ann, "while down")
+
+	// A crash between handling an update and saving the offset: the
+	// update comes again; core deduplicates it by EventID.
+	db, err := store.Open(st.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Save(offsetKey, []byte("1001")); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	st.up()
+	st.waitText(42, "echo: while down")
+	st.s.PushPrivate(ann, "sentinel")
+	st.waitText(42, "echo: sentinel")
+	var prompts []string
+	for _, inv := range st.invocations() {
+		prompts = append(prompts, prompt(inv))
+	}
+	if strings.Join(prompts, "|") != "before restart|while down|sentinel" {
+		t.Fatalf("agent prompts %q", prompts)
+	}
+}
+
+func TestE2EPhotoReachesTheAgent(t *testing.T) {
+	st := newStack(t, telegramtest.Options{})
+	st.up()
+	st.s.PushPhoto(42, ann, "what is in it?", []byte("\xff\xd8fake jpeg"))
+	st.waitText(42, "echo: what is in it?")
+	inv := st.invocations()
+	if len(inv) != 1 {
+		t.Fatalf("%d runs", len(inv))
+	}
+	p := prompt(inv[0])
+	_, list, ok := strings.Cut(p, "Attached files: ")
+	if !ok {
+		t.Fatalf("prompt names no file: %q", p)
+	}
+	path := strings.TrimSpace(strings.Split(list, ",")[0])
+	if b, err := os.ReadFile(path); err != nil || string(b) != "\xff\xd8fake jpeg" {
+		t.Fatalf("file %q: %q, %v", path, b, err)
+	}
+	if !strings.HasPrefix(path, filepath.Join(st.dir, "inbox")) {
+		t.Fatalf("file %q is outside the inbox", path)
+	}
+}
