@@ -76,6 +76,7 @@ package enginetest
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -95,8 +96,9 @@ var (
 )
 
 // Build compiles the fake agent once per test process (without the race
-// detector) into a temporary directory and returns the binary's path. It
-// speaks Claude Code's format.
+// detector) and returns the binary's path. It speaks Claude Code's format.
+// The binary is cached in the temporary directory under a name derived
+// from its source and the Go version, so test processes share one build.
 func Build(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() { buildPath, buildErr = build() })
@@ -118,21 +120,48 @@ func build() (string, error) {
 	if !ok {
 		return "", fmt.Errorf("build fake agent: cannot locate the enginetest source")
 	}
-	dir, err := os.MkdirTemp("", "golem-fakeagent-")
+	src := filepath.Join(filepath.Dir(file), "fakeagent")
+	h := sha256.New()
+	fmt.Fprintln(h, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	files, _ := filepath.Glob(filepath.Join(src, "*.go"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", fmt.Errorf("build fake agent: %w", err)
+		}
+		h.Write(b)
+	}
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("golem-fakeagent-%x", h.Sum(nil)[:8]))
+	bin := filepath.Join(dir, "fakeagent")
+	if _, err := os.Stat(filepath.Join(dir, "agent")); err == nil {
+		return bin, nil
+	}
+
+	// Build beside it and rename into place: concurrent test processes
+	// either win the rename or use the winner's build.
+	tmp, err := os.MkdirTemp(os.TempDir(), "golem-fakeagent-build-")
 	if err != nil {
 		return "", fmt.Errorf("build fake agent: %w", err)
 	}
-	bin := filepath.Join(dir, "fakeagent")
-	cmd := exec.Command("go", "build", "-o", bin, "./fakeagent")
-	cmd.Dir = filepath.Dir(file)
+	cmd := exec.Command("go", "build", "-o", filepath.Join(tmp, "fakeagent"), ".")
+	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
+		os.RemoveAll(tmp)
 		return "", fmt.Errorf("build fake agent: %w\n%s", err, out)
 	}
-	if err := os.Symlink(bin, filepath.Join(dir, "agent")); err != nil {
+	if err := os.Symlink("fakeagent", filepath.Join(tmp, "agent")); err != nil {
+		os.RemoveAll(tmp)
 		return "", fmt.Errorf("build fake agent: link agent: %w", err)
 	}
-	return bin, nil
+	if err := os.Rename(tmp, dir); err == nil {
+		return bin, nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, "agent")); err == nil {
+		os.RemoveAll(tmp) // another test process won
+		return bin, nil
+	}
+	return filepath.Join(tmp, "fakeagent"), nil // dir is damaged: use this build where it is
 }
 
 // Invocation is one line of the fake agent's log: one run of the CLI.
