@@ -18,12 +18,21 @@
 //     (or its cancel cause wraps context.DeadlineExceeded). The CLI's process
 //     group and every process below it (Claude Code runs tool commands in
 //     sessions of their own) get SIGTERM, then SIGKILL after two seconds;
-//     the terminal event comes once they are gone.
+//     the terminal event comes after they exited or were sent SIGKILL.
 //
 // Resume fallback: when a turn with a SessionID fails with an error that
 // mentions "resume" or "session" before any answer text, the run emits a
 // warning with SessionReset set and retries once, in the same Run, without
 // --resume; the new session id arrives with done.
+//
+// Skills: with Config.SkillsDir set, before each run every folder
+// SkillsDir/<name> is symlinked as <workdir>/.claude/skills/<name> (Claude
+// Code) or <workdir>/.cursor/skills/<name> (Cursor); other symlinks there
+// are removed, real files and folders are never touched. Claude Code also
+// gets a generated <workdir>/CLAUDE.md listing the skills (name and
+// description from SKILL.md's front matter) whose first line is a marker
+// comment; a CLAUDE.md without the marker is the user's own and stays as
+// it is. Runs injecting into one workdir at once are safe.
 //
 // Attached files (Turn.Files) are named to the agent by a last line
 // appended to the prompt: "Attached files: /abs/a.png, /abs/b.txt". A
