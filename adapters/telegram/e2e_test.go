@@ -19,19 +19,21 @@ import (
 // stack is the whole bot: the real library against the fake Bot API, the
 // core dispatcher with a bbolt store, and the fake agent CLI.
 type stack struct {
-	t     *testing.T
+	t     testing.TB
 	s     *telegramtest.Server
 	dir   string // workspace
 	log   string // the fake agent's log
 	db    string
 	scope core.Scope
+	allow []string // default telegram:42
 	opts  Options
 	stop  func()
 }
 
-func newStack(t *testing.T, fake telegramtest.Options) *stack {
+func newStack(t testing.TB, fake telegramtest.Options) *stack {
 	dir := t.TempDir()
 	st := &stack{t: t, s: telegramtest.New(t, fake), dir: dir, log: filepath.Join(dir, "agent.log"), db: filepath.Join(t.TempDir(), "golem.db")}
+	st.allow = []string{"telegram:42"}
 	t.Setenv("FAKE_AGENT_LOG", st.log)
 	return st
 }
@@ -50,7 +52,7 @@ func (st *stack) up() *Adapter {
 		Store:         db,
 		Workspace:     st.dir,
 		Scope:         st.scope,
-		Allow:         []string{"telegram:42"},
+		Allow:         st.allow,
 		MaxConcurrent: 100,
 	})
 	if err != nil {
