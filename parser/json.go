@@ -3,6 +3,7 @@ package parser
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -33,7 +34,7 @@ type reader struct {
 func (r *reader) fail() { r.bad = true; r.i = len(r.b) }
 
 func (r *reader) ws() {
-	for r.i < len(r.b) {
+	for r.i < len(r.b) && r.b[r.i] <= ' ' {
 		switch r.b[r.i] {
 		case ' ', '\t', '\n', '\r':
 			r.i++
@@ -170,16 +171,19 @@ func (r *reader) rawString() (raw []byte, escaped bool) {
 	start := r.i + 1
 	b := r.b
 	for i := start; i < len(b); {
-		// Fast path: eight plain bytes at a time.
-		if i+8 <= len(b) && plain8(binary.LittleEndian.Uint64(b[i:])) {
-			i += 8
-			continue
-		}
-		c := b[i]
-		if c != '"' && c != '\\' && c >= 0x20 {
+		// Eight bytes at a time up to the first byte that needs a look.
+		if i+8 <= len(b) {
+			m := special8(binary.LittleEndian.Uint64(b[i:]))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3
+		} else if c := b[i]; c != '"' && c != '\\' && c >= 0x20 {
 			i++
 			continue
 		}
+		c := b[i]
 		switch {
 		case c == '"':
 			r.i = i + 1
@@ -212,11 +216,12 @@ func (r *reader) rawString() (raw []byte, escaped bool) {
 	return nil, false
 }
 
-// plain8 reports whether none of the eight bytes in x is a quote, a
-// backslash or a control character, i.e. all can be skipped inside a
-// string. (SWAR: a byte test sets the byte's high bit; borrows can only add
-// false alarms, which the byte-wise path then handles.)
-func plain8(x uint64) bool {
+// special8 marks the bytes of x (little-endian: the first byte lowest)
+// that are a quote, a backslash or a control character, i.e. that a string
+// scan must look at: their high bits are set in the result. (SWAR: borrows
+// can mark bytes above a marked byte falsely, never below, so the lowest
+// mark is always a true one.)
+func special8(x uint64) uint64 {
 	const (
 		ones  = 0x0101010101010101
 		highs = 0x8080808080808080
@@ -226,7 +231,7 @@ func plain8(x uint64) bool {
 	hasQuote := (quote - ones) &^ quote
 	hasBslash := (bslash - ones) &^ bslash
 	hasCtl := (x - ones*0x20) &^ x
-	return (hasQuote|hasBslash|hasCtl)&highs == 0
+	return (hasQuote | hasBslash | hasCtl) & highs
 }
 
 func isHex4(b []byte) bool {

@@ -76,3 +76,19 @@ func TestMarshalJSONMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestReaderEveryByteEverywhere puts each byte value at each position of
+// strings around the eight-byte scanning width, and checks the reader
+// against encoding/json.
+func TestReaderEveryByteEverywhere(t *testing.T) {
+	for n := 1; n <= 17; n++ {
+		for pos := range n {
+			for c := range 256 {
+				s := []byte(strings.Repeat("é", n)[:n]) // mixes bytes >= 0x80 in
+				s[pos] = byte(c)
+				checkReader(t, append(append([]byte{'"'}, s...), '"'))
+				checkReader(t, append(append([]byte(`"\\`), s...), '"'))
+			}
+		}
+	}
+}
