@@ -28,6 +28,14 @@ func startAdapter(t *testing.T, fake *discordtest.Server, opts Options, h core.H
 	if err != nil {
 		t.Fatal(err)
 	}
+	startAdapterWith(t, fake, a, h)
+	return a
+}
+
+// startAdapterWith starts a with h, waits for the handshake and the
+// command registration, and stops it when the test ends.
+func startAdapterWith(t *testing.T, fake *discordtest.Server, a *Adapter, h core.Handler) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Start(ctx, h) }()
@@ -45,7 +53,6 @@ func startAdapter(t *testing.T, fake *discordtest.Server, opts Options, h core.H
 	if !fake.Wait(wait, func(v discordtest.View) bool { return v.Connected() && v.Calls("PUT", "/applications/") > 0 }) {
 		t.Fatal("the adapter did not connect and register its commands")
 	}
-	return a
 }
 
 func testLogger() *slog.Logger {

@@ -64,8 +64,10 @@ func (a *Adapter) call(ctx context.Context, channel, what string, f func(opts ..
 			}
 			fallthrough
 		default: // 5xx or a network error
+			// discordgo answers a 502 with a plain error ("Exceeded Max
+			// retries HTTP 502 ..."), as MaxRestRetries is 0.
 			var uerr *url.Error
-			if rest == nil && !errors.As(err, &uerr) {
+			if rest == nil && !errors.As(err, &uerr) && !strings.Contains(err.Error(), "HTTP 502") {
 				return fmt.Errorf("discord: %s: %w", what, err) // e.g. a JSON error: retrying will not help
 			}
 			failed++

@@ -50,6 +50,9 @@ type Options struct {
 	// False answers 403 code 50005, so a client must post new messages once
 	// the token expired.
 	InteractionMessagesBotEditable bool
+	// NoRateLimitHeaders leaves X-RateLimit-* off successful responses, so
+	// a client learns of the per-channel limit only from 429s.
+	NoRateLimitHeaders bool
 }
 
 // Call is one recorded REST request.
@@ -100,6 +103,7 @@ type script429 struct {
 	left       int
 	retryAfter time.Duration
 	global     bool
+	status     int // not 429: answer this status instead
 }
 
 // Server is the fake Discord. Create it with New; Close it when done.
@@ -240,6 +244,14 @@ func (s *Server) Script429(match func(method, path string) bool, count int, retr
 	s.mu.Unlock()
 }
 
+// ScriptStatus makes the next count requests matching match answer status
+// (a 5xx, say) with a JSON error body.
+func (s *Server) ScriptStatus(match func(method, path string) bool, count, status int) {
+	s.mu.Lock()
+	s.scripts = append(s.scripts, &script429{match: match, left: count, status: status})
+	s.mu.Unlock()
+}
+
 // ExpireTokens makes every interaction token issued so far expired.
 func (s *Server) ExpireTokens() {
 	s.mu.Lock()
@@ -257,6 +269,14 @@ func (s *Server) Calls() []Call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Call(nil), s.calls...)
+}
+
+// CallCount is the number of recorded calls matching method ("" for
+// any) and a path prefix.
+func (s *Server) CallCount(method, pathPrefix string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return View{s}.Calls(method, pathPrefix)
 }
 
 // RateLimited is how many requests answered 429 (scripted or budget).
@@ -410,6 +430,10 @@ func (s *Server) scripted(w http.ResponseWriter, r *http.Request) bool {
 	for _, sc := range s.scripts {
 		if sc.left > 0 && sc.match(r.Method, path) {
 			sc.left--
+			if sc.status != 0 {
+				s.fail(w, apiError{sc.status, 0, http.StatusText(sc.status)})
+				return true
+			}
 			s.tooMany(w, "scripted", sc.retryAfter, sc.global)
 			return true
 		}
@@ -460,6 +484,9 @@ func (s *Server) budget(w http.ResponseWriter, channel string) bool {
 		return false
 	}
 	s.window[channel] = append(recent, now)
+	if s.opts.NoRateLimitHeaders {
+		return true
+	}
 	h := w.Header()
 	h.Set("X-RateLimit-Limit", strconv.Itoa(s.opts.ChannelLimit))
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(s.opts.ChannelLimit-len(s.window[channel])))
