@@ -20,7 +20,7 @@ import (
 // the fake agent CLI as Claude Code, and the Slack adapter connected to a
 // fake Slack through the real slack-go client.
 type bot struct {
-	t        *testing.T
+	t        testing.TB
 	fake     *slacktest.Server
 	agentLog string // the fake agent's FAKE_AGENT_LOG
 	stopped  bool
@@ -31,10 +31,12 @@ type botConfig struct {
 	db    string // store file; default a fresh one
 	scope core.Scope
 	edit  func(*Options)
+	// maxConcurrent bounds turns at once (the dispatcher's default if 0).
+	maxConcurrent int
 }
 
 // startBot starts golem against fake and waits until its socket is open.
-func startBot(t *testing.T, fake *slacktest.Server, agentLog string, cfg botConfig) *bot {
+func startBot(t testing.TB, fake *slacktest.Server, agentLog string, cfg botConfig) *bot {
 	t.Helper()
 	if cfg.db == "" {
 		cfg.db = filepath.Join(t.TempDir(), "golem.db")
@@ -52,6 +54,7 @@ func startBot(t *testing.T, fake *slacktest.Server, agentLog string, cfg botConf
 	d, err := core.NewDispatcher(core.Options{
 		Engines: map[string]engine.Engine{"claude-code": eng}, DefaultEngine: "claude-code",
 		Store: st, Workspace: t.TempDir(), Scope: cfg.scope, Allow: []string{"slack:U1"}, Logger: log,
+		MaxConcurrent: cfg.maxConcurrent,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,114 @@
+package slack
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golem-chat/golem/adapters/slack/slacktest"
+)
+
+// BenchmarkLoad is the load run: 50 conversations in one workspace
+// stream 2,000 text deltas each at once, through slack-go, the dispatcher
+// and the fake agent CLI, against a fake Slack that enforces 50
+// chat.update calls a minute (Tier 3's floor) with 429s. It fails on any
+// 429 or any final text that is not exact, and reports the median and p95
+// time from the agent writing its first text to that text's first visible
+// post, the time until every final text landed, the chat.update calls, and
+// the test process's peak RSS (golem and the fake Slack; the agent
+// processes are separate). Run it once:
+//
+//	go test ./adapters/slack -run '^$' -bench Load -benchtime 1x
+//
+// GOLEM_SLACK_LOAD=convs,deltas changes the size (e.g. 5,200 for a quick try).
+func BenchmarkLoad(b *testing.B) {
+	convs, deltas := 50, 2000
+	if v := os.Getenv("GOLEM_SLACK_LOAD"); v != "" {
+		c, d, _ := strings.Cut(v, ",")
+		convs, _ = strconv.Atoi(c)
+		deltas, _ = strconv.Atoi(d)
+	}
+	for range b.N {
+		runLoad(b, convs, deltas)
+	}
+}
+
+func runLoad(b *testing.B, convs, deltas int) {
+	fake := slacktest.New(slacktest.Options{UpdatesPerMinute: 50, PingInterval: 5 * time.Second})
+	defer fake.Close()
+	bot := startBot(b, fake, filepath.Join(b.TempDir(), "agent.log"), botConfig{maxConcurrent: convs})
+	defer bot.stop()
+
+	channel := func(i int) string { return fmt.Sprintf("C%03d", i) }
+	start := time.Now()
+	for i := range convs {
+		bot.say(slacktest.Event{Channel: channel(i), Text: fmt.Sprintf("%s !stamp\n!delta-rate 1ms %d", mention, deltas)})
+	}
+	tail := strings.Repeat("x", deltas)
+	finals := func() int {
+		n := 0
+		for i := range convs {
+			ms := fake.BotMessages(channel(i))
+			if len(ms) > 0 && strings.HasPrefix(ms[0].Text, "stamp:") && strings.HasSuffix(ms[0].Text, tail) {
+				n++
+			}
+		}
+		return n
+	}
+	if !fake.WaitFor(10*time.Minute, func() bool { return finals() == convs }) {
+		b.Fatalf("%d of %d final texts landed", finals(), convs)
+	}
+	all := time.Since(start)
+
+	var latencies []time.Duration
+	for i := range convs {
+		posts := slices.DeleteFunc(fake.Calls("chat.postMessage"), func(c slacktest.Call) bool {
+			return c.Args["channel"] != channel(i) || c.Status != 200
+		})
+		ms := fake.BotMessages(channel(i))
+		if len(ms) != 1 || len(posts) != 1 {
+			b.Fatalf("%s: %d bot messages, %d posts; want one answer", channel(i), len(ms), len(posts))
+		}
+		stamp, rest, ok := strings.Cut(strings.TrimPrefix(ms[0].Text, "stamp:"), "x")
+		ns, err := strconv.ParseInt(stamp, 10, 64)
+		if !ok || err != nil || "x"+rest != tail {
+			b.Fatalf("%s: final text is not exact: %.80q…", channel(i), ms[0].Text)
+		}
+		latencies = append(latencies, posts[0].At.Sub(time.Unix(0, ns)))
+	}
+	slices.Sort(latencies)
+	if n := fake.Count("", 429); n != 0 {
+		b.Errorf("%d calls got 429", n)
+	}
+	b.ReportMetric(float64(latencies[len(latencies)/2])/1e6, "median-first-visible-ms")
+	b.ReportMetric(float64(latencies[len(latencies)*95/100])/1e6, "p95-first-visible-ms")
+	b.ReportMetric(all.Seconds(), "s-until-all-final")
+	b.ReportMetric(float64(fake.Count("chat.update", 200)), "chat.updates")
+	b.ReportMetric(float64(fake.Count("", 429)), "429s")
+	if kb := peakRSSKiB(); kb > 0 {
+		b.ReportMetric(float64(kb)/1024, "peak-RSS-MiB")
+	}
+}
+
+// peakRSSKiB is this process's VmHWM from /proc (0 where unavailable).
+func peakRSSKiB() int {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			return n
+		}
+	}
+	return 0
+}
