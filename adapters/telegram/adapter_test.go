@@ -432,3 +432,27 @@ func mustInt(t *testing.T, s string) int64 {
 func itoa(n int64) string { return strconvFormat(n) }
 
 func strconvFormat(n int64) string { return strconv.FormatInt(n, 10) }
+
+func TestDrafts(t *testing.T) {
+	s := telegramtest.New(t, telegramtest.Options{})
+	a, _, _ := start(t, s, Options{Drafts: true})
+	ctx := context.Background()
+	for _, md := range []string{"**dra**", "**draft**"} {
+		if err := a.Draft(ctx, core.Place{Channel: "42", ReplyTo: "7"}, md); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := s.Drafts(42); strings.Join(got, "|") != "dra|draft" {
+		t.Fatalf("drafts %q", got)
+	}
+	if c := s.Calls("sendMessageDraft"); c[0].Params.Get("draft_id") != "7" || c[0].Params.Get("parse_mode") != "HTML" {
+		t.Fatalf("draft sent with %v", c[0].Params)
+	}
+	if err := a.Draft(ctx, core.Place{Channel: "-5", ReplyTo: "7"}, "x"); !errors.Is(err, ErrNoDrafts) {
+		t.Fatalf("a group draft gave %v", err)
+	}
+	off, _, _ := start(t, s, Options{})
+	if err := off.Draft(ctx, core.Place{Channel: "42"}, "x"); !errors.Is(err, ErrNoDrafts) {
+		t.Fatalf("drafts off gave %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -116,6 +117,42 @@ func (a *Adapter) post(ctx context.Context, chat int64, method string, base tgbo
 		return core.MessageRef{}, fmt.Errorf("telegram: %s: decode answer: %w", method, err)
 	}
 	return core.MessageRef{Channel: strconv.FormatInt(chat, 10), ID: strconv.Itoa(m.MessageID)}, nil
+}
+
+// ErrNoDrafts is returned by Draft when drafts are off (Options.Drafts) or
+// the chat is not a private chat.
+var ErrNoDrafts = errors.New("telegram: drafts are off or not possible in this chat")
+
+// Draft shows markdown as the live draft of the answer to to.ReplyTo in a
+// private chat (sendMessageDraft): later calls for the same answer replace
+// the draft, and the final text must still be posted with Send. A draft
+// longer than Telegram's limit shows its first part. It waits for the
+// global budget only (drafts are not chat messages); the core's reply
+// streamer does not call it yet.
+func (a *Adapter) Draft(ctx context.Context, to core.Place, markdown string) error {
+	chat, err := parseID(to.Channel)
+	if !a.opts.Drafts || err != nil || chat < 0 {
+		return ErrNoDrafts
+	}
+	draftID := to.ReplyTo
+	if n, err := strconv.ParseInt(draftID, 10, 64); err != nil || n == 0 {
+		draftID = "1"
+	}
+	r := chunks(markdown, 4096)[0]
+	p := tgbotapi.Params{"chat_id": to.Channel, "draft_id": draftID, "text": r.HTML, "parse_mode": "HTML"}
+	if to.Thread != "" {
+		p["message_thread_id"] = to.Thread
+	}
+	if err := a.budgets.global.wait(ctx, prioEdit); err != nil {
+		return fmt.Errorf("telegram: sendMessageDraft: %w", err)
+	}
+	_, err = a.do(ctx, "sendMessageDraft", p)
+	if isParseError(err) {
+		p["text"] = r.Plain
+		delete(p, "parse_mode")
+		_, err = a.do(ctx, "sendMessageDraft", p)
+	}
+	return err
 }
 
 // typingEvery repeats the typing action; Telegram shows it for about 5s.

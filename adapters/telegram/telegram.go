@@ -48,6 +48,9 @@ type Options struct {
 	PrivateInterval time.Duration
 	GroupInterval   time.Duration
 	GlobalPerSecond float64
+	// Drafts enables Draft (sendMessageDraft, Bot API 9.5+, private chats
+	// only). Default off: edits are the reliable way to stream.
+	Drafts bool
 }
 
 // Adapter is the Telegram core.Adapter. Create it with New; Start runs
