@@ -312,3 +312,32 @@ func TestWorkdirErrors(t *testing.T) {
 		t.Errorf("Run with a cancelled context: %v", err)
 	}
 }
+
+// TestStreamsWhileRunning checks that events arrive as the CLI prints them,
+// not when it exits: the agent hangs after its first text.
+func TestStreamsWhileRunning(t *testing.T) {
+	for _, name := range []string{"claude-code", "cursor"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e, _ := fake(t, name, engine.Config{})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			r, err := e.Run(ctx, engine.Turn{Prompt: "!text 40\n!hang", Workdir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case ev := <-r.Events():
+				if ev.Type != parser.Text {
+					t.Errorf("first event %+v, want text", ev)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("no event while the agent runs")
+			}
+			cancel()
+			if end := lastEvent(collect(t, r)); end.Message != "stopped" {
+				t.Errorf("terminal = %+v", end)
+			}
+		})
+	}
+}
