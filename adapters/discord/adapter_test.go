@@ -17,7 +17,7 @@ const wait = 10 * time.Second
 
 // startAdapter runs an adapter against fake with h and stops both when the
 // test ends. It waits for the gateway handshake.
-func startAdapter(t *testing.T, fake *discordtest.Server, opts Options, h core.Handler) *Adapter {
+func startAdapter(t testing.TB, fake *discordtest.Server, opts Options, h core.Handler) *Adapter {
 	t.Helper()
 	opts.Token = fake.Options().BotToken
 	opts.APIURL = fake.URL()
@@ -34,7 +34,7 @@ func startAdapter(t *testing.T, fake *discordtest.Server, opts Options, h core.H
 
 // startAdapterWith starts a with h, waits for the handshake and the
 // command registration, and stops it when the test ends.
-func startAdapterWith(t *testing.T, fake *discordtest.Server, a *Adapter, h core.Handler) {
+func startAdapterWith(t testing.TB, fake *discordtest.Server, a *Adapter, h core.Handler) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -88,7 +88,7 @@ func (r recorder) none(t *testing.T, after func()) {
 	}
 }
 
-func newFake(t *testing.T, opts discordtest.Options) *discordtest.Server {
+func newFake(t testing.TB, opts discordtest.Options) *discordtest.Server {
 	if opts.HeartbeatInterval == 0 {
 		opts.HeartbeatInterval = 200 * time.Millisecond
 	}

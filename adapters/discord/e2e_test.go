@@ -24,7 +24,12 @@ type world struct {
 	bot      string
 }
 
-func newWorld(t *testing.T, fopts discordtest.Options, aopts Options, allow ...string) *world {
+func newWorld(t testing.TB, fopts discordtest.Options, aopts Options, allow ...string) *world {
+	return newWorldWith(t, fopts, aopts, func(*core.Options) {}, allow...)
+}
+
+// newWorldWith is newWorld with a last say on the dispatcher's options.
+func newWorldWith(t testing.TB, fopts discordtest.Options, aopts Options, tune func(*core.Options), allow ...string) *world {
 	t.Helper()
 	if len(allow) == 0 {
 		allow = []string{"discord:u1"}
@@ -37,10 +42,12 @@ func newWorld(t *testing.T, fopts discordtest.Options, aopts Options, allow ...s
 	t.Cleanup(func() { st.Close() })
 	agentLog := filepath.Join(t.TempDir(), "agent.log")
 	eng := engine.NewClaudeCode(engine.Config{Command: enginetest.Build(t), Env: map[string]string{"FAKE_AGENT_LOG": agentLog}, Logger: testLogger()})
-	d, err := core.NewDispatcher(core.Options{
+	copts := core.Options{
 		Engines: map[string]engine.Engine{"claude-code": eng}, DefaultEngine: "claude-code",
 		Store: st, Workspace: t.TempDir(), Allow: allow, Logger: testLogger(),
-	})
+	}
+	tune(&copts)
+	d, err := core.NewDispatcher(copts)
 	if err != nil {
 		t.Fatal(err)
 	}
