@@ -150,18 +150,24 @@ func TestClaudeRealPlainAnswer(t *testing.T) {
 		cfg       engine.Config
 		model     string // Turn.Model
 		attach    bool   // attach a file from the workdir's inbox
+		prompt    string // default "Say hello."
 		minPieces int    // text events the answer arrives in
 	}{
 		// Partial messages (the default) stream the text delta by delta.
 		{name: "partial messages", minPieces: 2},
 		{name: "whole messages", cfg: engine.Config{NoPartialMessages: true}, minPieces: 1},
 		{name: "model and attachment", model: "claude-haiku-4-5", attach: true, minPieces: 2},
+		// Over Linux's 128 KiB argument limit the prompt goes on stdin.
+		{name: "prompt over 128 KiB", prompt: strings.Repeat("word ", 40<<10) + "Say hello.", minPieces: 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			c := newRealClaude(t)
-			turn := engine.Turn{Prompt: "Say hello.", APIKey: "key-of-the-turn", Model: tc.model}
+			if tc.prompt == "" {
+				tc.prompt = "Say hello."
+			}
+			turn := engine.Turn{Prompt: tc.prompt, APIKey: "key-of-the-turn", Model: tc.model}
 			if tc.attach {
 				file := filepath.Join(c.workdir, "inbox", "notes.txt")
 				if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {

@@ -26,11 +26,16 @@ func NewClaudeCode(cfg Config) *ClaudeCode {
 		installHint:    "install Claude Code with `npm install -g @anthropic-ai/claude-code`, or set the engine's command to the path of `claude`",
 		skillsSubdir:   ".claude/skills",
 		claudeMD:       true,
+		promptOnStdin:  true,
 		cfg:            cfg,
 		newParser:      parser.NewClaudeCode,
 		keyEnv:         func(key string) []string { return []string{"ANTHROPIC_API_KEY=" + key} },
 		args: func(t Turn, prompt, _ string) []string {
-			args := []string{"-p", prompt, "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"}
+			args := []string{"-p"}
+			if prompt != "" { // else it comes on stdin
+				args = append(args, prompt)
+			}
+			args = append(args, "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions")
 			if !cfg.NoPartialMessages {
 				args = append(args, "--include-partial-messages")
 			}

@@ -38,6 +38,9 @@ type cli struct {
 	// args returns the CLI's arguments (without argv[0]) for t, the prompt
 	// already prepared; key is the API key ("" for none).
 	args func(t Turn, prompt, key string) []string
+	// promptOnStdin: the CLI reads the prompt from stdin when args gets an
+	// empty one. Used for prompts too long for one argument.
+	promptOnStdin bool
 	// keyEnv returns the environment variables that carry key.
 	keyEnv    func(key string) []string
 	newParser func() parser.Parser
@@ -166,7 +169,16 @@ func (p *process) reap() {
 
 // start starts the CLI for t in a process group of its own.
 func (c *cli) start(ctx context.Context, path string, t Turn, key string) (*process, error) {
-	cmd := exec.CommandContext(ctx, path, c.args(t, prompt(t), key)...)
+	pr := prompt(t)
+	var stdin io.Reader
+	if len(pr) > maxArgPrompt {
+		if !c.promptOnStdin {
+			return nil, fmt.Errorf("engine %s: the prompt is %d bytes; this CLI takes at most %d", c.name, len(pr), maxArgPrompt)
+		}
+		stdin, pr = strings.NewReader(pr), ""
+	}
+	cmd := exec.CommandContext(ctx, path, c.args(t, pr, key)...)
+	cmd.Stdin = stdin
 	cmd.Dir = t.Workdir
 	cmd.Env = c.env(key)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -358,6 +370,11 @@ func (c *cli) env(key string) []string {
 
 // prompt returns t's prompt as the CLI gets it: attached files named on a
 // last line, and a leading space when it would look like a flag.
+// maxArgPrompt is the longest prompt passed as an argument: Linux refuses
+// a single argument over 128 KiB (MAX_ARG_STRLEN) with "argument list too
+// long".
+const maxArgPrompt = 100 << 10
+
 func prompt(t Turn) string {
 	p := t.Prompt
 	if len(t.Files) > 0 {
