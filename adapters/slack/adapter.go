@@ -154,16 +154,12 @@ func (a *Adapter) Measure(markdown string) int { return utf8.RuneCountInString(M
 // as it arrives, before any slow work. Start returns nil after ctx ends and
 // an error when the tokens are refused.
 func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
-	var auth *slackapi.AuthTestResponse
-	err := a.do(ctx, "auth.test", func(ctx context.Context) (err error) {
-		auth, err = a.api.AuthTestContext(ctx)
-		return err
-	})
+	auth, err := a.authenticate(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("slack: check the bot token: %w", err)
+		return err
 	}
 	a.mu.Lock()
 	a.botUser, a.botID = auth.UserID, auth.BotID
@@ -184,6 +180,31 @@ func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
 			}
 			return fmt.Errorf("slack: socket mode: %w", err)
 		}
+	}
+}
+
+// authenticate calls auth.test until it answers, waiting out network
+// failures and 5xx (Slack may be unreachable when golem starts); a refused
+// token ends it at once.
+func (a *Adapter) authenticate(ctx context.Context) (*slackapi.AuthTestResponse, error) {
+	wait := a.firstBackoff
+	for {
+		var auth *slackapi.AuthTestResponse
+		err := a.do(ctx, "auth.test", func(ctx context.Context) (err error) {
+			auth, err = a.api.AuthTestContext(ctx)
+			return err
+		})
+		if err == nil {
+			return auth, nil
+		}
+		if !retryable(err) {
+			return nil, fmt.Errorf("slack: check the bot token: %w", err)
+		}
+		a.log.Warn("slack: cannot reach Slack; retrying", "err", err, "backoff_ms", wait.Milliseconds())
+		if err := sleep(ctx, wait); err != nil {
+			return nil, err
+		}
+		wait = min(2*wait, time.Minute)
 	}
 }
 

@@ -347,6 +347,44 @@ func TestAttachmentByID(t *testing.T) {
 	}
 }
 
+func TestStartWaitsForSlack(t *testing.T) {
+	fake := slacktest.New(slacktest.Options{})
+	defer fake.Close()
+	var fails []slacktest.Fault
+	for range 2 * maxFailures {
+		fails = append(fails, slacktest.Fault{Status: 503})
+	}
+	fake.Fail("auth.test", fails...)
+	a, err := New(Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, APIURL: fake.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.firstBackoff = time.Millisecond
+	rec := make(recorder, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Start(ctx, rec) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Start: %v", err)
+		}
+	}()
+	deliverWhenOpen(t, fake, slacktest.Event{User: "U1", Channel: "C1", Text: mention + " up"})
+	if m := rec.next(t); m.Text != "up" {
+		t.Fatalf("got %+v", m)
+	}
+}
+
+// deliverWhenOpen waits for the adapter's socket, then delivers ev.
+func deliverWhenOpen(t *testing.T, fake *slacktest.Server, ev slacktest.Event) {
+	t.Helper()
+	if !fake.WaitFor(20*time.Second, func() bool { return fake.Open() == 1 }) {
+		t.Fatal("the adapter did not connect")
+	}
+	deliver(t, fake, ev)
+}
+
 func TestReconnect(t *testing.T) {
 	fake, _, rec := startAdapter(t, slacktest.Options{}, nil)
 	fake.DropSockets()
@@ -376,6 +414,13 @@ func TestBadToken(t *testing.T) {
 	}
 	if err := a.Start(context.Background(), make(recorder, 1)); err == nil || !strings.Contains(err.Error(), "invalid_auth") {
 		t.Fatalf("Start with a refused token: %v", err)
+	}
+	a, err = New(Options{BotToken: slacktest.BotToken, AppToken: "xapp-revoked", APIURL: fake.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background(), make(recorder, 1)); err == nil || !strings.Contains(err.Error(), "invalid_auth") {
+		t.Fatalf("Start with a refused app token: %v", err)
 	}
 	if _, err := New(Options{BotToken: "xoxp-user", AppToken: "xapp-1"}); err == nil {
 		t.Fatal("a user token was accepted as the bot token")
