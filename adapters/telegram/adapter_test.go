@@ -368,16 +368,27 @@ func TestGatePrefersNewMessagesOverEdits(t *testing.T) {
 			g.mu.Unlock()
 		}
 	}
+	queued := func() (send, edit int) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.queue[prioSend]), len(g.queue[prioEdit])
+	}
 	g.mu.Lock()
 	g.last = time.Time{} // the hour is over
 	g.mu.Unlock()
 	g.release()
+	if send, edit := queued(); send != 0 || edit != 1 {
+		t.Fatalf("after one grant %d sends and %d edits wait; want the send served first", send, edit)
+	}
+	if p := <-order; p != prioSend {
+		t.Fatalf("granted %d", p)
+	}
 	g.mu.Lock()
 	g.last = time.Time{}
 	g.mu.Unlock()
 	g.release()
-	if a, b := <-order, <-order; a != prioSend || b != prioEdit {
-		t.Fatalf("grant order %d, %d; want the send first", a, b)
+	if p := <-order; p != prioEdit {
+		t.Fatalf("granted %d", p)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -177,6 +177,10 @@ func (w *writer) code(lang string, lines *text.Segments) {
 	w.tag("</pre>")
 }
 
+// maxIndent bounds list indentation, so pathological nesting cannot blow
+// up the rendered length.
+const maxIndent = 24
+
 func (w *writer) list(l *ast.List) {
 	num := l.Start
 	outer := w.indent
@@ -192,7 +196,10 @@ func (w *writer) list(l *ast.List) {
 			num++
 		}
 		w.text(outer+bullet, true)
-		w.indent = outer + strings.Repeat(" ", len([]rune(bullet)))
+		w.indent = outer
+		if len(outer) < maxIndent { // deeper lists stop indenting
+			w.indent = outer + strings.Repeat(" ", len([]rune(bullet)))
+		}
 		for c := item.FirstChild(); c != nil; c = c.NextSibling() {
 			if c != item.FirstChild() {
 				w.text("\n", true)
