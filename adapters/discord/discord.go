@@ -68,7 +68,7 @@ type Adapter struct {
 	interactions map[string]*interaction // by interaction id
 	sent         map[string]*sentMessage // interaction messages and their replacements, by message id
 	threads      map[string]string       // answer message id -> activity thread id
-	dms          map[string]bool         // channel ids known to be DMs
+	flat         map[string]bool         // channels where no thread can be started: DMs, threads
 	tails        map[string]chan struct{} // per channel: the last event still being prepared
 }
 
@@ -124,7 +124,7 @@ func New(opts Options) (*Adapter, error) {
 		interactions: map[string]*interaction{},
 		sent:         map[string]*sentMessage{},
 		threads:      map[string]string{},
-		dms:          map[string]bool{},
+		flat:         map[string]bool{},
 		tails:        map[string]chan struct{}{},
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()

@@ -131,6 +131,9 @@ func TestAskStreamsEditsThreadsToolsAndResumes(t *testing.T) {
 	if n := len(w.fake.Messages("c1")); n != 1 {
 		t.Errorf("channel c1 has %d messages, want only the answer (activity goes to the thread)", n)
 	}
+	if n := w.fake.CallCount("POST", "/channels/c1/typing"); n != 0 {
+		t.Errorf("%d typing calls; a deferred interaction already shows 'thinking…'", n)
+	}
 
 	id2 := w.ask("u1", "c1", "second")
 	w.original(t, id2, "echo: second")
@@ -158,6 +161,9 @@ func TestMentionInChannelAndSanitizing(t *testing.T) {
 	}
 	if got[0].ReplyTo != mid {
 		t.Errorf("reply references %q, want the mention %q", got[0].ReplyTo, mid)
+	}
+	if n := w.fake.CallCount("POST", "/channels/c2/typing"); n == 0 {
+		t.Error("no typing indicator while the mention was answered")
 	}
 	checkNoPings(t, w.fake)
 }

@@ -83,7 +83,7 @@ func (a *Adapter) onMessage(_ *discordgo.Session, e *discordgo.MessageCreate) {
 	}
 	if dm {
 		a.mu.Lock()
-		a.dms[m.ChannelID] = true
+		a.flat[m.ChannelID] = true
 		a.mu.Unlock()
 	}
 	text := strings.NewReplacer("<@"+botID+">", "", "<@!"+botID+">", "").Replace(m.Content)
@@ -139,7 +139,7 @@ func (a *Adapter) onInteraction(_ *discordgo.Session, e *discordgo.InteractionCr
 	a.mu.Lock()
 	a.interactions[in.ID] = st
 	if in.GuildID == "" {
-		a.dms[in.ChannelID] = true
+		a.flat[in.ChannelID] = true
 	}
 	a.pruneLocked()
 	a.mu.Unlock()

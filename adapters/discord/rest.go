@@ -47,11 +47,12 @@ func (a *Adapter) call(ctx context.Context, channel, what string, f func(opts ..
 		var rest *discordgo.RESTError
 		switch {
 		case ctx.Err() != nil:
-			return fmt.Errorf("discord: %s: %w", what, ctx.Err())
+			return fmt.Errorf("discord: %s: %w", what, redact(err))
 		case errors.As(err, &rl):
 			limited++
 			if limited > maxRateLimited {
-				return fmt.Errorf("discord: %s: still rate limited after %d retries: %w", what, maxRateLimited, err)
+				// Not wrapped: its text holds the URL, which for webhooks holds a token.
+				return fmt.Errorf("discord: %s: still rate limited after %d retries (retry_after %v)", what, maxRateLimited, rl.RetryAfter)
 			}
 			wait = rl.RetryAfter
 			if wait <= 0 {
@@ -70,6 +71,7 @@ func (a *Adapter) call(ctx context.Context, channel, what string, f func(opts ..
 			if rest == nil && !errors.As(err, &uerr) && !strings.Contains(err.Error(), "HTTP 502") {
 				return fmt.Errorf("discord: %s: %w", what, err) // e.g. a JSON error: retrying will not help
 			}
+			err = redact(err)
 			failed++
 			if failed > maxFailures {
 				return fmt.Errorf("discord: %s: giving up after %d attempts: %w", what, failed, err)
@@ -81,6 +83,28 @@ func (a *Adapter) call(ctx context.Context, channel, what string, f func(opts ..
 			return fmt.Errorf("discord: %s: %w", what, ctx.Err())
 		}
 	}
+}
+
+// redact hides interaction tokens in a network error's URL
+// (/webhooks/{app}/{token}, /interactions/{id}/{token}): errors end up in
+// logs, and tokens never may.
+func redact(err error) error {
+	var uerr *url.Error
+	if !errors.As(err, &uerr) {
+		return err
+	}
+	u, perr := url.Parse(uerr.URL)
+	if perr != nil {
+		return &url.Error{Op: uerr.Op, URL: "(unparsable URL)", Err: uerr.Err}
+	}
+	parts := strings.Split(u.Path, "/")
+	for i := 0; i+2 < len(parts); i++ {
+		if parts[i] == "webhooks" || parts[i] == "interactions" {
+			parts[i+2] = "REDACTED"
+		}
+	}
+	u.Path, u.RawPath, u.RawQuery = strings.Join(parts, "/"), "", ""
+	return &url.Error{Op: uerr.Op, URL: u.String(), Err: uerr.Err}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

@@ -2,8 +2,11 @@ package discord
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -114,5 +117,19 @@ func TestChannelBudget(t *testing.T) {
 				t.Errorf("429s = %d, want some: %v", fake.RateLimited(), tt.want429s)
 			}
 		})
+	}
+}
+
+func TestRedactHidesTokens(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"https://discord.com/api/v9/webhooks/100/secret-token/messages/@original", "https://discord.com/api/v9/webhooks/100/REDACTED/messages/@original"},
+		{"https://discord.com/api/v9/webhooks/100/secret-token?wait=true", "https://discord.com/api/v9/webhooks/100/REDACTED"},
+		{"https://discord.com/api/v9/interactions/5/secret-token/callback", "https://discord.com/api/v9/interactions/5/REDACTED/callback"},
+		{"https://discord.com/api/v9/channels/1/messages", "https://discord.com/api/v9/channels/1/messages"},
+	} {
+		err := redact(fmt.Errorf("post: %w", &url.Error{Op: "Post", URL: tt.in, Err: io.ErrUnexpectedEOF}))
+		if strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("redact(%s) = %v, want %s", tt.in, err, tt.want)
+		}
 	}
 }

@@ -112,7 +112,7 @@ func (a *Adapter) Send(ctx context.Context, to core.Place, text string) (core.Me
 func (a *Adapter) sendInteraction(ctx context.Context, st *interaction, content string) (ref core.MessageRef, done bool, err error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.private || !st.alive() {
+	if st.private || !st.alive() || !st.deferred {
 		return ref, false, nil
 	}
 	hook := "@original"
@@ -185,15 +185,15 @@ func (a *Adapter) Edit(ctx context.Context, ref core.MessageRef, text string) er
 }
 
 // SendActivity implements core.Adapter: in a guild channel it starts a
-// thread on the answer (once) and posts there; in a DM, which has no
-// threads, it replies to the answer.
+// thread on the answer (once) and posts there; in a DM or inside a thread,
+// where no thread can be started, it replies to the answer.
 func (a *Adapter) SendActivity(ctx context.Context, answer core.MessageRef, text string) error {
 	content := a.render(text)
 	a.mu.Lock()
-	dm := a.dms[answer.Channel]
+	flat := a.flat[answer.Channel]
 	thread := a.threads[answer.ID]
 	a.mu.Unlock()
-	if !dm && thread == "" {
+	if !flat && thread == "" {
 		var err error
 		if thread, err = a.startThread(ctx, answer); err != nil {
 			a.log.Warn("start activity thread; replying in the channel", "err", err)
@@ -224,7 +224,7 @@ func (a *Adapter) startThread(ctx context.Context, answer core.MessageRef) (stri
 		id = answer.ID
 	case code == 50024: // not a channel for threads (a DM or a thread itself)
 		a.mu.Lock()
-		a.dms[answer.Channel] = true
+		a.flat[answer.Channel] = true
 		a.mu.Unlock()
 		return "", err
 	default:
@@ -243,21 +243,26 @@ func (a *Adapter) startThread(ctx context.Context, answer core.MessageRef) (stri
 // reply to a message.
 func (a *Adapter) ReplyPrivately(ctx context.Context, to core.Message, text string) error {
 	st := a.interaction(to.ID)
-	if st == nil {
+	if st != nil {
+		st.mu.Lock()
+		usable := st.deferred && st.alive()
+		st.mu.Unlock()
+		if !usable {
+			st = nil
+		}
+	}
+	if st == nil { // a message, or an interaction that cannot answer any more
 		_, err := a.Send(ctx, core.Place{Channel: to.Channel, Thread: to.Thread, ReplyTo: to.ID}, text)
 		return err
 	}
 	content := a.render(text)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if !st.alive() {
-		return errors.New("discord: private reply: the interaction token expired")
-	}
 	var err error
-	if st.private && st.deferred && !st.used {
+	if st.private && !st.used {
 		_, err = a.webhookEdit(ctx, st, "@original", content)
 	} else {
-		if st.deferred && !st.used { // /ask's public "thinking…": remove it first
+		if !st.used { // /ask's public "thinking…": remove it first
 			if derr := a.call(ctx, "", "delete deferred response", func(opts ...discordgo.RequestOption) error {
 				return a.session.InteractionResponseDelete(st.in, opts...)
 			}); derr != nil {
