@@ -395,3 +395,31 @@ func TestE2EAttachment(t *testing.T) {
 	}
 	_ = d
 }
+
+func TestE2ELongAnswerContinuesWithFencesIntact(t *testing.T) {
+	b := newE2E(t, botConfig{})
+	d := b.say(slacktest.Event{Channel: "C1", Text: mention + " !fence"})
+	if !b.fake.WaitFor(30*time.Second, func() bool {
+		m, _ := b.fake.Message("C1", d.TS)
+		return len(m.Reactions) == 0 && len(b.runs()) == 1 && strings.Contains(joinTexts(b.fake.BotMessages("C1")), "a test for it as well.")
+	}) {
+		t.Fatalf("the long answer did not finish: %q", joinTexts(b.fake.BotMessages("C1")))
+	}
+	var top []slacktest.Message
+	for _, m := range b.fake.BotMessages("C1") {
+		if m.ThreadTS == "" {
+			top = append(top, m)
+		}
+	}
+	if len(top) < 2 {
+		t.Fatalf("%d answer messages, want the answer continued in a second one", len(top))
+	}
+	for i, m := range top {
+		if n := len([]rune(m.Text)); n > 4000 {
+			t.Errorf("message %d has %d characters", i, n)
+		}
+		if strings.Count(m.Text, "```")%2 != 0 {
+			t.Errorf("message %d leaves a code fence open:\n%s", i, m.Text)
+		}
+	}
+}
