@@ -237,11 +237,18 @@ func TestUnauthorizedUserGetsEphemeralRefusal(t *testing.T) {
 // TestAnswerOutlivesToken: an answer still growing when the interaction
 // token expires goes on through the bot token with its full text.
 func TestAnswerOutlivesToken(t *testing.T) {
-	for _, editable := range []bool{false, true} {
-		name := map[bool]string{false: "new bot message", true: "bot edits the response"}[editable]
-		t.Run(name, func(t *testing.T) {
-			life := 1500 * time.Millisecond
-			w := newWorld(t, discordtest.Options{TokenLife: life, InteractionMessagesBotEditable: editable}, Options{TokenLife: life})
+	life := 1500 * time.Millisecond
+	for _, tt := range []struct {
+		name      string
+		editable  bool          // the fake lets the bot token edit interaction messages
+		adapterTL time.Duration // the adapter's idea of the token's life
+	}{
+		{"new bot message", false, life},
+		{"bot edits the response", true, life},
+		{"expiry learnt from 401 50027", false, 0}, // the adapter assumes 15 minutes
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, discordtest.Options{TokenLife: life, InteractionMessagesBotEditable: tt.editable}, Options{TokenLife: tt.adapterTL})
 			id := w.ask("u1", "c1", "!delta-rate 20ms 150")
 			full := strings.Repeat("x", 150)
 			var where discordtest.Message
@@ -257,14 +264,25 @@ func TestAnswerOutlivesToken(t *testing.T) {
 				t.Fatalf("the full text never appeared; channel: %+v", w.fake.Messages("c1"))
 			}
 			in, _ := w.fake.Interaction(id)
-			if editable && where.ID != in.Original {
+			if tt.editable && where.ID != in.Original {
 				t.Errorf("full text in %+v, want the response itself edited by the bot", where)
 			}
-			if !editable && (where.Interaction != "" || where.ReplyTo != in.Original) {
+			if !tt.editable && (where.Interaction != "" || where.ReplyTo != in.Original) {
 				t.Errorf("full text in %+v, want a bot message replying to the response %s", where, in.Original)
 			}
 			if n := w.fake.CallCount("PATCH", "/webhooks/"); n == 0 {
 				t.Error("the token was never used while it lived")
+			}
+			if tt.adapterTL == 0 {
+				rejected := 0
+				for _, c := range w.fake.Calls() {
+					if strings.HasPrefix(c.Path, "/webhooks/") && c.Status == 401 {
+						rejected++
+					}
+				}
+				if rejected != 1 {
+					t.Errorf("%d webhook calls rejected with 401, want exactly 1 (then the adapter stops using the token)", rejected)
+				}
 			}
 		})
 	}

@@ -1,0 +1,123 @@
+package discordtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+func do(t *testing.T, s *Server, method, path, body string, bot bool) (int, map[string]any, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequest(method, s.URL()+"/api/v9"+path, bytes.NewBufferString(body))
+	req.Header.Set("Content-Type", "application/json")
+	if bot {
+		req.Header.Set("Authorization", "Bot "+s.Options().BotToken)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out, resp.Header
+}
+
+func TestRESTErrorsLikeDiscord(t *testing.T) {
+	s := New(Options{ChannelLimit: 2, ChannelWindow: time.Minute, TokenLife: time.Nanosecond})
+	defer s.Close()
+	long := `{"content":"` + strings.Repeat("é", 2001) + `"}`
+	tests := []struct {
+		name         string
+		method, path string
+		body         string
+		bot          bool
+		status, code int
+	}{
+		{"no bot token", "POST", "/channels/c1/messages", `{"content":"a"}`, false, 401, 0},
+		{"over 2,000 characters", "POST", "/channels/c1/messages", long, true, 400, 50035},
+		{"first in budget", "POST", "/channels/c1/messages", `{"content":"a"}`, true, 200, 0},
+		{"second in budget", "POST", "/channels/c1/messages", `{"content":"b"}`, true, 200, 0},
+		{"over budget", "POST", "/channels/c1/messages", `{"content":"c"}`, true, 429, 0},
+		{"other channel has its own budget", "POST", "/channels/c2/messages", `{"content":"d"}`, true, 200, 0},
+		{"unknown interaction", "POST", "/interactions/1/nope/callback", `{"type":5}`, false, 404, 10062},
+	}
+	for _, tt := range tests {
+		status, body, h := do(t, s, tt.method, tt.path, tt.body, tt.bot)
+		code, _ := body["code"].(float64)
+		if status != tt.status || int(code) != tt.code {
+			t.Errorf("%s: %d code %v, want %d code %d", tt.name, status, body["code"], tt.status, tt.code)
+		}
+		if status == 429 {
+			ra, _ := body["retry_after"].(float64)
+			if ra <= 0 || ra > 60 || h.Get("X-RateLimit-Remaining") != "0" || h.Get("Retry-After") == "" {
+				t.Errorf("429 body %v headers %v", body, h)
+			}
+		}
+	}
+
+	id := s.Command(Slash{Channel: "c3", Guild: "g", User: "u", Name: "ask"})
+	in, _ := s.Interaction(id)
+	if status, _, _ := do(t, s, "POST", "/interactions/"+id+"/"+in.Token+"/callback", `{"type":5}`, false); status != 204 {
+		t.Fatalf("callback: %d", status)
+	}
+	if status, _, _ := do(t, s, "POST", "/interactions/"+id+"/"+in.Token+"/callback", `{"type":5}`, false); status != 400 {
+		t.Errorf("second callback: %d, want 400 (already acknowledged)", status)
+	}
+	status, body, _ := do(t, s, "PATCH", "/webhooks/100/"+in.Token+"/messages/@original", `{"content":"x"}`, false)
+	if code, _ := body["code"].(float64); status != 401 || code != 50027 {
+		t.Errorf("edit with an expired token: %d %v, want 401 code 50027", status, body)
+	}
+}
+
+func TestGatewayHandshake(t *testing.T) {
+	s := New(Options{HeartbeatInterval: 50 * time.Millisecond})
+	defer s.Close()
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(s.URL(), "http")+"/gateway/?v=9&encoding=json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var f struct {
+		Op int             `json:"op"`
+		T  string          `json:"t"`
+		S  int64           `json:"s"`
+		D  json.RawMessage `json:"d"`
+	}
+	read := func() {
+		t.Helper()
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if err := c.ReadJSON(&f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read()
+	if f.Op != 10 || !strings.Contains(string(f.D), `"heartbeat_interval":50`) {
+		t.Fatalf("first frame %+v, want HELLO", f)
+	}
+	_ = c.WriteJSON(map[string]any{"op": 2, "d": map[string]any{"token": "Bot test-token", "intents": 33281}})
+	read()
+	if f.Op != 0 || f.T != "READY" || f.S != 1 || !strings.Contains(string(f.D), `"session_id":"session-1"`) {
+		t.Fatalf("after IDENTIFY: %+v", f)
+	}
+	_ = c.WriteJSON(map[string]any{"op": 1, "d": 1})
+	read()
+	if f.Op != 11 {
+		t.Fatalf("after heartbeat: %+v, want ACK", f)
+	}
+	s.Post(UserMessage{Channel: "c", Guild: "g", User: "u", Content: "hi"})
+	read()
+	if f.T != "MESSAGE_CREATE" || f.S != 2 || !strings.Contains(string(f.D), `"content":"hi"`) {
+		t.Fatalf("dispatch: %+v", f)
+	}
+	var intents int
+	s.Wait(time.Second, func(v View) bool { intents = v.Intents(); return true })
+	if intents != 33281 {
+		t.Errorf("intents = %d", intents)
+	}
+}
