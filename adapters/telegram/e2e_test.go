@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -54,6 +55,7 @@ func (st *stack) up() *Adapter {
 		Scope:         st.scope,
 		Allow:         st.allow,
 		MaxConcurrent: 100,
+		Logger:        slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
