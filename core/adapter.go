@@ -138,6 +138,17 @@ type Measurer interface {
 	Measure(markdown string) int
 }
 
+// LatestEditor is implemented by adapters whose edits wait for a budget
+// shared beyond one message (Slack's workspace-wide chat.update tier).
+// EditLatest waits for the budget first and only then calls latest for the
+// text to send, so an edit that waited its turn carries what the agent has
+// written by then, not what it had when the edit was asked for. latest may
+// be called more than once (on a retry); the streamer uses it instead of
+// Edit while an answer grows.
+type LatestEditor interface {
+	EditLatest(ctx context.Context, msg MessageRef, latest func() string) error
+}
+
 // Typist is implemented by adapters that can show the bot is working (a
 // typing action, a reaction on the incoming message). Typing is called when
 // a turn starts and the returned stop func when it ends.

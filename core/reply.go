@@ -199,9 +199,34 @@ func (r *Reply) flushText(ctx context.Context, text string) time.Duration {
 			}
 			continue
 		}
-		r.edit(ctx, i, chunk)
+		if le, ok := r.a.(LatestEditor); ok {
+			r.editLatest(ctx, le, i)
+		} else {
+			r.edit(ctx, i, chunk)
+		}
 	}
 	return wait
+}
+
+// editLatest edits message i with the newest text of its chunk at the
+// moment the adapter's budget allows the call.
+func (r *Reply) editLatest(ctx context.Context, le LatestEditor, i int) {
+	m := &r.msgs[i]
+	var sent string
+	err := le.EditLatest(ctx, m.ref, func() string {
+		r.mu.Lock()
+		text := r.text.String()
+		r.mu.Unlock()
+		chunks := Split(text, r.lim.MaxLen, r.measure)
+		sent = chunks[min(i, len(chunks)-1)]
+		return sent
+	})
+	m.at = time.Now()
+	if err != nil {
+		r.log.Warn("edit answer", "err", err)
+		return
+	}
+	m.text = sent
 }
 
 // flushTools posts pending activity lines as one message when the post

@@ -78,9 +78,10 @@ type Adapter struct {
 }
 
 var (
-	_ core.Adapter  = (*Adapter)(nil)
-	_ core.Measurer = (*Adapter)(nil)
-	_ core.Typist   = (*Adapter)(nil)
+	_ core.Adapter      = (*Adapter)(nil)
+	_ core.Measurer     = (*Adapter)(nil)
+	_ core.Typist       = (*Adapter)(nil)
+	_ core.LatestEditor = (*Adapter)(nil)
 )
 
 // New checks opts and returns an adapter; it connects in Start.

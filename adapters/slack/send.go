@@ -47,13 +47,19 @@ func (a *Adapter) SendActivity(ctx context.Context, answer core.MessageRef, text
 // chat.update budget allows the call, which is how a busy workspace slows
 // the reply streamers down (they coalesce meanwhile).
 func (a *Adapter) Edit(ctx context.Context, msg core.MessageRef, text string) error {
-	rendered := render(text)
+	return a.EditLatest(ctx, msg, func() string { return text })
+}
+
+// EditLatest implements core.LatestEditor: it waits for the workspace's
+// chat.update budget first and only then takes the text, so an answer that
+// waited its turn shows what the agent has written by now.
+func (a *Adapter) EditLatest(ctx context.Context, msg core.MessageRef, latest func() string) error {
 	err := a.do(ctx, "chat.update", func(ctx context.Context) error {
 		if err := a.updates.wait(ctx); err != nil {
 			return err
 		}
 		_, _, _, err := a.api.UpdateMessageContext(ctx, msg.Channel, msg.ID,
-			slackapi.MsgOptionText(rendered, false))
+			slackapi.MsgOptionText(render(latest()), false))
 		return err
 	})
 	if err != nil {
