@@ -233,3 +233,25 @@ func TestGatewayRecovers(t *testing.T) {
 		t.Fatalf("after op 9: got %q", m.Text)
 	}
 }
+
+func TestStartFailsForABadToken(t *testing.T) {
+	fake := newFake(t, discordtest.Options{})
+	a, err := New(Options{Token: "wrong", APIURL: fake.URL(), Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	err = a.Start(ctx, make(recorder, 1))
+	if err == nil || !strings.Contains(err.Error(), "4004") {
+		t.Errorf("Start = %v, want the token rejected (4004)", err)
+	}
+}
+
+func TestNewValidatesOptions(t *testing.T) {
+	for _, opts := range []Options{{}, {Token: "t", APIURL: "ftp://x"}, {Token: "t", APIURL: "::"}} {
+		if _, err := New(opts); err == nil {
+			t.Errorf("New(%+v) = nil error", opts)
+		}
+	}
+}

@@ -219,6 +219,7 @@ func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
 			break
 		}
 		if fatal := fatalGatewayError(err); fatal != nil {
+			a.stop()
 			return fatal
 		}
 		a.log.Warn("connect to gateway", "attempt", attempt, "err", err)
