@@ -83,7 +83,8 @@ func (a *Adapter) pruneLocked() {
 // Send implements core.Adapter. The answer to a slash command fills the
 // deferred response (@original) first, then follow-ups, while the token
 // lives; everything else, and everything after the token expired, is a
-// channel message replying to to.ReplyTo.
+// channel message replying to to.ReplyTo. to.StartThread is ignored: tool
+// activity already gets a thread of its own (see SendActivity).
 func (a *Adapter) Send(ctx context.Context, to core.Place, text string) (core.MessageRef, error) {
 	content := a.render(text)
 	channel := to.Channel
