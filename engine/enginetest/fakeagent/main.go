@@ -240,7 +240,11 @@ func (a *agent) run(s script) {
 		case "ignore-term":
 			signal.Ignore(syscall.SIGTERM)
 		case "hang":
-			select {}
+			// Not select{}: with no other goroutine the runtime would
+			// call that a deadlock and crash; a sleeping one is waiting.
+			for {
+				time.Sleep(time.Hour)
+			}
 		}
 	}
 	a.result("", nil)
