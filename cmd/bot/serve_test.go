@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golem-chat/golem/adapters/telegram/telegramtest"
+	"github.com/golem-chat/golem/engine/enginetest"
+)
+
+// syncBuffer is a bytes.Buffer safe for the logger and the test at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestServeFromConfig runs `bot serve` as the README says, from a bot.yaml
+// naming a (fake) Telegram and the fake agent CLI, and chats through it:
+// the config reaches the adapters, the engine and the allowlist, and
+// SIGINT (ctx) shuts it down cleanly.
+func TestServeFromConfig(t *testing.T) {
+	tg := telegramtest.New(t, telegramtest.Options{})
+	dir := t.TempDir()
+	t.Setenv("GOLEM_TEST_TG_TOKEN", tg.Token())
+	config := fmt.Sprintf(`
+engine: claude-code
+workspace: ./ws
+store: ./data/golem.db
+access:
+  allow: ["telegram:42"]
+engines:
+  claude-code: {command: %q}
+telegram: {token: "${GOLEM_TEST_TG_TOKEN}", api_url: %q}
+slack: {bot_token: "", app_token: ""}
+http: {listen: ""}
+`, enginetest.Build(t), tg.URL)
+	path := filepath.Join(dir, "bot.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr syncBuffer
+	exited := make(chan int, 1)
+	go func() { exited <- run(ctx, []string{"serve", "--config", path}, nil, &stderr, &stderr) }()
+
+	tg.PushPrivate(telegramtest.User{ID: 42, FirstName: "Ada"}, "hello golem")
+	tg.PushPrivate(telegramtest.User{ID: 666, FirstName: "Eve"}, "let me in")
+	tg.WaitUntil(t, 20*time.Second, "the answer and the refusal", func() bool {
+		return hasText(tg.BotMessages(42), "echo: hello golem") && hasText(tg.BotMessages(666), "not allowed")
+	})
+	cancel()
+	select {
+	case code := <-exited:
+		if code != 0 {
+			t.Errorf("bot serve exited %d; log:\n%s", code, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("bot serve did not stop; log:\n%s", stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "golem.db")); err != nil {
+		t.Errorf("the store is not where bot.yaml says: %v", err)
+	}
+	log := stderr.String()
+	for _, want := range []string{"platform=telegram", "platform off: no token configured\" platform=slack"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+	if strings.Contains(log, tg.Token()) {
+		t.Error("the log contains the Telegram token")
+	}
+}
+
+func TestServeRefusesBadConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bot.yaml")
+	if err := os.WriteFile(path, []byte("engien: cursor\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	if code := run(context.Background(), []string{"serve", "--config", path}, nil, &stderr, &stderr); code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	if !strings.Contains(stderr.String(), "engien") {
+		t.Errorf("the error does not name the bad key: %s", stderr.String())
+	}
+}
+
+func hasText(msgs []telegramtest.Message, substr string) bool {
+	for _, m := range msgs {
+		if strings.Contains(m.Text, substr) {
+			return true
+		}
+	}
+	return false
+}
