@@ -149,6 +149,18 @@ type LatestEditor interface {
 	EditLatest(ctx context.Context, msg MessageRef, latest func() string) error
 }
 
+// Drafter is implemented by adapters that can show an answer as a live
+// draft instead of a message that is edited (Telegram's sendMessageDraft
+// in private chats). While the answer fits in one message the streamer
+// calls Draft with the text so far, no more often than MinEditInterval,
+// and posts tool activity as replies to the user's message; when the turn
+// ends it posts the final text with Send. An error from Draft (drafts off,
+// not possible in this chat) makes the streamer edit messages as usual for
+// the rest of the turn.
+type Drafter interface {
+	Draft(ctx context.Context, to Place, text string) error
+}
+
 // Typist is implemented by adapters that can show the bot is working (a
 // typing action, a reaction on the incoming message). Typing is called when
 // a turn starts and the returned stop func when it ends.

@@ -50,6 +50,8 @@ type Reply struct {
 	// Owned by the pump goroutine.
 	msgs         []sentMessage
 	lastActivity time.Time
+	drafter      Drafter // nil: edit messages
+	draft        sentMessage
 }
 
 type sentMessage struct {
@@ -70,6 +72,9 @@ func NewReply(ctx context.Context, a Adapter, place Place, log *slog.Logger, onA
 	}
 	if m, ok := a.(Measurer); ok {
 		r.measure = m.Measure
+	}
+	if d, ok := a.(Drafter); ok && place.ReplyTo != "" {
+		r.drafter = d
 	}
 	if r.lim.MaxLen <= 0 {
 		r.lim.MaxLen = 4000
@@ -181,8 +186,15 @@ func (r *Reply) flushText(ctx context.Context, text string) time.Duration {
 	if text == "" {
 		return 0
 	}
+	chunks := Split(text, r.lim.MaxLen, r.measure)
+	if r.drafter != nil {
+		if len(chunks) == 1 {
+			return r.flushDraft(ctx, chunks[0])
+		}
+		r.drafter = nil // past one message: post and edit as usual
+	}
 	var wait time.Duration
-	for i, chunk := range Split(text, r.lim.MaxLen, r.measure) {
+	for i, chunk := range chunks {
 		if i >= len(r.msgs) {
 			if !r.send(ctx, chunk) {
 				return time.Second // retry the post later
@@ -206,6 +218,25 @@ func (r *Reply) flushText(ctx context.Context, text string) time.Duration {
 		}
 	}
 	return wait
+}
+
+// flushDraft shows text as the answer's draft when the edit interval
+// allows, and returns how long to wait when it does not.
+func (r *Reply) flushDraft(ctx context.Context, text string) time.Duration {
+	if r.draft.text == text {
+		return 0
+	}
+	if left := r.lim.MinEditInterval - time.Since(r.draft.at); left > 0 {
+		return left
+	}
+	r.draft.at = time.Now()
+	if err := r.drafter.Draft(ctx, r.place, text); err != nil {
+		r.log.Debug("drafts unavailable; editing messages instead", "err", err)
+		r.drafter = nil
+		return r.flushText(ctx, text)
+	}
+	r.draft.text = text
+	return 0
 }
 
 // editLatest edits message i with the newest text of its chunk at the
@@ -240,12 +271,21 @@ func (r *Reply) flushTools(ctx context.Context, tools []string) time.Duration {
 		r.requeue(tools)
 		return left
 	}
-	if len(r.msgs) == 0 && !r.send(ctx, placeholder) {
+	if len(r.msgs) == 0 && r.drafter == nil && !r.send(ctx, placeholder) {
 		r.requeue(tools)
 		return time.Second
 	}
 	r.postActivity(ctx, tools)
 	return 0
+}
+
+// anchor is the message tool activity goes under: the answer, or while it
+// is a draft, the user's message.
+func (r *Reply) anchor() MessageRef {
+	if len(r.msgs) > 0 {
+		return r.msgs[0].ref
+	}
+	return MessageRef{Channel: r.place.Channel, Thread: r.place.Thread, ID: r.place.ReplyTo}
 }
 
 func (r *Reply) requeue(tools []string) {
@@ -264,7 +304,7 @@ func (r *Reply) postActivity(ctx context.Context, tools []string) {
 		body = Split(body, r.lim.MaxLen, r.measure)[0]
 	}
 	r.lastActivity = time.Now()
-	if err := r.a.SendActivity(ctx, r.msgs[0].ref, body); err != nil {
+	if err := r.a.SendActivity(ctx, r.anchor(), body); err != nil {
 		r.log.Warn("post tool activity", "err", err)
 	}
 }
@@ -274,10 +314,10 @@ func (r *Reply) postActivity(ctx context.Context, tools []string) {
 // call, and posting anew what cannot be edited.
 func (r *Reply) finish(ctx context.Context, text, notice string, tools []string) {
 	if len(tools) > 0 {
-		if len(r.msgs) == 0 {
+		if len(r.msgs) == 0 && r.drafter == nil {
 			r.send(ctx, placeholder)
 		}
-		if len(r.msgs) > 0 {
+		if len(r.msgs) > 0 || r.drafter != nil {
 			if left := r.lim.MinPostInterval - time.Since(r.lastActivity); left > 0 {
 				sleep(ctx, left)
 			}

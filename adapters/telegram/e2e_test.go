@@ -308,3 +308,36 @@ func TestE2EPhotoReachesTheAgent(t *testing.T) {
 		t.Fatalf("file %q is outside the inbox", path)
 	}
 }
+
+func TestE2EDraftsStreamThenPostTheFinalText(t *testing.T) {
+	st := newStack(t, telegramtest.Options{EnforceRates: true})
+	st.opts.Drafts = true
+	st.up()
+	st.s.PushPrivate(ann, "!tool Bash {\"command\":\"ls\"}\n!delta-rate 20ms 120")
+	final := strings.Repeat("x", 120)
+	answer := st.waitText(42, final)
+	if answer.Text != final || answer.Edits != 0 {
+		t.Errorf("final answer %+v: want the exact text, posted once, never edited", answer)
+	}
+	drafts := st.s.Drafts(42)
+	if len(drafts) < 2 {
+		t.Fatalf("the answer streamed in %d drafts, want several", len(drafts))
+	}
+	for _, d := range drafts {
+		if !strings.HasPrefix(final, d) {
+			t.Errorf("draft %q is not a prefix of the answer", d)
+		}
+	}
+	var tool telegramtest.Message
+	for _, m := range st.s.BotMessages(42) {
+		if strings.Contains(m.Text, "Bash") {
+			tool = m
+		}
+	}
+	if tool.ReplyTo == 0 || tool.ReplyTo == answer.ID {
+		t.Errorf("tool activity %+v: want a reply to the user's message while the answer is a draft", tool)
+	}
+	if n := st.s.TooMany(); n != 0 {
+		t.Errorf("the fake answered 429 %d times", n)
+	}
+}

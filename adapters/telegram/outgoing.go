@@ -127,8 +127,9 @@ var ErrNoDrafts = errors.New("telegram: drafts are off or not possible in this c
 // private chat (sendMessageDraft): later calls for the same answer replace
 // the draft, and the final text must still be posted with Send. A draft
 // longer than Telegram's limit shows its first part. It waits for the
-// global budget only (drafts are not chat messages); the core's reply
-// streamer does not call it yet.
+// global budget only (drafts are not chat messages). It implements
+// core.Drafter: the reply streamer drafts while an answer fits in one
+// message, then posts the final text with Send.
 func (a *Adapter) Draft(ctx context.Context, to core.Place, markdown string) error {
 	chat, err := parseID(to.Channel)
 	if !a.opts.Drafts || err != nil || chat < 0 {

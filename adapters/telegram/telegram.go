@@ -72,6 +72,7 @@ var (
 	_ core.Adapter  = (*Adapter)(nil)
 	_ core.Measurer = (*Adapter)(nil)
 	_ core.Typist   = (*Adapter)(nil)
+	_ core.Drafter  = (*Adapter)(nil)
 )
 
 // ErrUnauthorized means Telegram refused the bot token.
