@@ -23,6 +23,8 @@ test: tools vet staticcheck
 check: vet staticcheck
 
 vet:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+		if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
 
 staticcheck: $(STATICCHECK)

@@ -204,7 +204,7 @@ func TestGatewayRecovers(t *testing.T) {
 		fake.Post(discordtest.UserMessage{Channel: "c1", Guild: "g1", User: "u1", Content: "<@" + bot + "> " + text, Mentions: []string{bot}})
 	}
 	for _, tt := range []struct {
-		name  string
+		name   string
 		break_ func()
 	}{
 		{"op 7", fake.Reconnect},

@@ -65,10 +65,10 @@ type Adapter struct {
 	stopped      bool
 	botID        string
 	appID        string
-	interactions map[string]*interaction // by interaction id
-	sent         map[string]*sentMessage // interaction messages and their replacements, by message id
-	threads      map[string]string       // answer message id -> activity thread id
-	flat         map[string]bool         // channels where no thread can be started: DMs, threads
+	interactions map[string]*interaction  // by interaction id
+	sent         map[string]*sentMessage  // interaction messages and their replacements, by message id
+	threads      map[string]string        // answer message id -> activity thread id
+	flat         map[string]bool          // channels where no thread can be started: DMs, threads
 	tails        map[string]chan struct{} // per channel: the last event still being prepared
 }
 
@@ -143,10 +143,10 @@ func New(opts Options) (*Adapter, error) {
 	}
 	s.Identify.Intents = Intents
 	s.StateEnabled = false
-	s.SyncEvents = true            // handlers only hand events on, in order
+	s.SyncEvents = true              // handlers only hand events on, in order
 	s.ShouldRetryOnRateLimit = false // Adapter.call honours 429s with a context and a bound
 	s.MaxRestRetries = 0             // and retries 5xx itself
-	s.LogLevel = discordgo.LogError // warnings print whole events, message contents included
+	s.LogLevel = discordgo.LogError  // warnings print whole events, message contents included
 	logOnce.Do(func() { discordgo.Logger = sdkLog })
 	s.AddHandler(a.onReady)
 	s.AddHandler(func(*discordgo.Session, *discordgo.Disconnect) { a.log.Info("gateway disconnected") })

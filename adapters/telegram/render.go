@@ -63,7 +63,7 @@ type writer struct {
 	plain strings.Builder
 	// What encloses the current node, for Telegram's nesting rules.
 	inLink, inQuote bool
-	indent               string // list nesting
+	indent          string // list nesting
 }
 
 // tag writes markup that is not visible text.
