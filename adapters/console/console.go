@@ -148,7 +148,7 @@ func (c *Console) Start(ctx context.Context, h core.Handler) error {
 // turn sends one message and prints its events until the terminal one. It
 // reports false when ctx ended first.
 func (c *Console) turn(ctx context.Context, h core.Handler, text string) bool {
-	q := newEventQueue()
+	q := core.NewEventQueue()
 	h.Handle(ctx, core.Message{
 		Platform: "console",
 		Channel:  c.opts.Conversation,
@@ -160,19 +160,19 @@ func (c *Console) turn(ctx context.Context, h core.Handler, text string) bool {
 		UserName: c.opts.User,
 		Text:     text,
 		DM:       true,
-		Sink:     q.push,
+		Sink:     q.Push,
 	})
 	for {
 		select {
 		case <-ctx.Done():
-			q.close()
+			q.Close()
 			return false
-		case <-q.ready:
+		case <-q.Ready():
 		}
-		for _, ev := range q.take() {
+		for _, ev := range q.Take() {
 			c.print(ev)
 			if ev.Terminal() {
-				q.close()
+				q.Close()
 				c.write("\n", false)
 				return true
 			}

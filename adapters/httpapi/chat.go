@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/golem-chat/golem/core"
-	"github.com/golem-chat/golem/parser"
 )
 
 // MaxConversationLen bounds the conversation id of a chat request, in bytes.
@@ -35,7 +34,7 @@ func (s *Server) chat(base context.Context, h core.Handler, w http.ResponseWrite
 		return
 	}
 
-	q := newEventQueue()
+	q := core.NewEventQueue()
 	m := core.Message{
 		Platform: "http",
 		Channel:  req.Conversation,
@@ -46,7 +45,7 @@ func (s *Server) chat(base context.Context, h core.Handler, w http.ResponseWrite
 		User:   "http",
 		Text:   req.Text,
 		DM:     true,
-		Sink:   q.push,
+		Sink:   q.Push,
 	}
 	log := s.log.With("conversation", req.Conversation, "request", m.ID)
 
@@ -72,26 +71,26 @@ func (s *Server) chat(base context.Context, h core.Handler, w http.ResponseWrite
 	sent := 0
 	for {
 		select {
-		case <-q.ready:
+		case <-q.Ready():
 		case <-heartbeat.C:
 			// A comment line keeps proxies from timing the stream out and
 			// finds a vanished client while the turn is quiet.
 			frame.Reset()
 			frame.WriteString(": keep-alive\n\n")
 			if err := writeFrame(rc, w, frame.Bytes()); err != nil {
-				q.close()
+				q.Close()
 				log.Debug("http: client gone; the turn goes on without it", "err", err, "events", sent)
 				return
 			}
 			continue
 		case <-r.Context().Done():
-			q.close()
+			q.Close()
 			log.Debug("http: client gone; the turn goes on without it", "events", sent)
 			return
 		}
 		frame.Reset()
 		terminal := false
-		for _, ev := range q.take() {
+		for _, ev := range q.Take() {
 			b, _ := ev.MarshalJSON() // never fails
 			frame.WriteString("data: ")
 			frame.Write(b)
@@ -106,12 +105,12 @@ func (s *Server) chat(base context.Context, h core.Handler, w http.ResponseWrite
 			continue
 		}
 		if err := writeFrame(rc, w, frame.Bytes()); err != nil {
-			q.close()
+			q.Close()
 			log.Debug("http: client gone; the turn goes on without it", "err", err, "events", sent)
 			return
 		}
 		if terminal {
-			q.close()
+			q.Close()
 			log.Debug("http: stream ended", "events", sent, "duration_ms", time.Since(start).Milliseconds())
 			return
 		}
@@ -174,4 +173,3 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 }
 
 // Compile-time check that the sink has the contract's type.
-var _ func(parser.Event) = (*eventQueue)(nil).push
