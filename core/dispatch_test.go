@@ -252,3 +252,24 @@ func waitGone(t *testing.T, pid int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+func TestChannelOverride(t *testing.T) {
+	workdir := t.TempDir()
+	h := newHarness(t, chatLimits, func(o *core.Options) {
+		o.Channels = map[string]core.ChannelConfig{"rec:C1": {Model: "haiku", Workdir: workdir}}
+	})
+	h.say("alice", "hi")
+	h.rec.waitText("echo: hi")
+	inv := enginetest.ReadLog(t, h.log)
+	if m, _ := inv[0].Flag("--model"); m != "haiku" || inv[0].Cwd != workdir {
+		t.Errorf("the channel override did not apply: --model %q in %q", m, inv[0].Cwd)
+	}
+	h.say("alice", "/model sonnet")
+	h.rec.waitText("Model set to **sonnet**")
+	h.say("alice", "again")
+	h.rec.waitText("echo: again")
+	inv = enginetest.ReadLog(t, h.log)
+	if m, _ := inv[1].Flag("--model"); m != "sonnet" {
+		t.Errorf("/model did not win over the channel's model: %q", m)
+	}
+}
