@@ -331,8 +331,14 @@ func TestClaudeRealOverloaded(t *testing.T) {
 	if got := realAnswer(events); got != "" {
 		t.Errorf("answer text %q on an API error, want none", got)
 	}
-	if n := realCount(events, parser.Warning); n != 0 {
-		t.Errorf("%d warnings, want none (a fresh session is not resumed); events: %s", n, realDump(events))
+	// Each retry is a warning the user sees (and none resets the session).
+	for _, ev := range events {
+		if ev.Type == parser.Warning && (ev.SessionReset || !strings.Contains(ev.Message, "retrying")) {
+			t.Errorf("unexpected warning %+v; events: %s", ev, realDump(events))
+		}
+	}
+	if n := realCount(events, parser.Warning); n != 2 {
+		t.Errorf("%d warnings, want one per retry (2); events: %s", n, realDump(events))
 	}
 	// CLAUDE_CODE_MAX_RETRIES=2: the first call and two retries.
 	if n := len(c.srv.MessageRequests(anthropictest.ScenarioOverloaded)); n != 3 {

@@ -72,6 +72,8 @@ type claudeLine struct {
 	durationMS     []byte // raw numbers
 	cost, numTurns []byte
 	errorText      string
+	// system/api_retry
+	attempt, maxRetries, errorStatus []byte
 }
 
 // Parse implements Parser. The returned slice is the caller's.
@@ -119,6 +121,12 @@ func (p *ClaudeCode) parse(line []byte, l *claudeLine) []Event {
 			l.numTurns = r.number()
 		case "error":
 			l.errorText, _ = r.str()
+		case "attempt":
+			l.attempt = r.number()
+		case "max_retries":
+			l.maxRetries = r.number()
+		case "error_status":
+			l.errorStatus = r.number()
 		default:
 			r.skip()
 		}
@@ -145,7 +153,37 @@ func (p *ClaudeCode) system(l *claudeLine) []Event {
 	if s := l.sessionID.String(); l.subtype.Is("init") && s != "" {
 		p.sessionID = s
 	}
+	if l.subtype.Is("api_retry") {
+		return []Event{{Type: Warning, Message: retryMessage(l)}}
+	}
 	return nil
+}
+
+// retryMessage tells the user why the answer is slow: the model API failed
+// and the CLI retries, e.g. "the model API failed (529 overloaded);
+// retrying, attempt 1 of 10".
+func retryMessage(l *claudeLine) string {
+	var b strings.Builder
+	b.WriteString("the model API failed")
+	if len(l.errorStatus) > 0 || l.errorText != "" {
+		b.WriteString(" (")
+		b.Write(l.errorStatus)
+		if len(l.errorStatus) > 0 && l.errorText != "" {
+			b.WriteByte(' ')
+		}
+		b.WriteString(l.errorText)
+		b.WriteByte(')')
+	}
+	b.WriteString("; retrying")
+	if len(l.attempt) > 0 {
+		b.WriteString(", attempt ")
+		b.Write(l.attempt)
+		if len(l.maxRetries) > 0 {
+			b.WriteString(" of ")
+			b.Write(l.maxRetries)
+		}
+	}
+	return b.String()
 }
 
 func (p *ClaudeCode) result(l *claudeLine) Event {

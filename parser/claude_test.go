@@ -39,13 +39,15 @@ func TestClaudeCodeRules(t *testing.T) {
 			`{"type":"user","message":{"role":"user","content":"the prompt"}}`,
 			`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"SUBAGENT-TASK"}]},"parent_tool_use_id":"t"}`,
 		}, ``},
-		{"system lines are never terminal and yield nothing", []string{
+		{"system lines are never terminal; only api_retry yields a warning", []string{
 			init_,
 			`{"type":"system","subtype":"api_retry","attempt":1,"max_retries":2,"retry_delay_ms":595.88,"error_status":529,"error":"overloaded"}`,
+			`{"type":"system","subtype":"api_retry"}`,
 			`{"type":"system","subtype":"status","status":"compacting"}`,
 			`{"type":"system","subtype":"thinking_tokens","tokens":12}`,
 			`{"type":"system","subtype":"task_started","task_id":"x"}`,
-		}, ``},
+		}, `{"type":"warning","message":"the model API failed (529 overloaded); retrying, attempt 1 of 2"}
+{"type":"warning","message":"the model API failed; retrying"}`},
 		{"done carries every field of the result", []string{init_, resultS},
 			`{"type":"done","session_id":"s-result","duration_ms":745,"cost_usd":0.004875,"num_turns":5}`},
 		{"done falls back to init's session id; absent numbers stay absent", []string{
