@@ -85,17 +85,27 @@ func (a *Adapter) call(ctx context.Context, channel, what string, f func(opts ..
 	}
 }
 
-// redact hides interaction tokens in a network error's URL
-// (/webhooks/{app}/{token}, /interactions/{id}/{token}): errors end up in
-// logs, and tokens never may.
+// redact hides interaction tokens in the URL a network error or a 429
+// carries (/webhooks/{app}/{token}, /interactions/{id}/{token}): errors end
+// up in logs, and tokens never may.
 func redact(err error) error {
 	var uerr *url.Error
-	if !errors.As(err, &uerr) {
-		return err
+	if errors.As(err, &uerr) {
+		return &url.Error{Op: uerr.Op, URL: redactURL(uerr.URL), Err: uerr.Err}
 	}
-	u, perr := url.Parse(uerr.URL)
-	if perr != nil {
-		return &url.Error{Op: uerr.Op, URL: "(unparsable URL)", Err: uerr.Err}
+	var rl *discordgo.RateLimitError
+	if errors.As(err, &rl) && rl.RateLimit != nil {
+		return &discordgo.RateLimitError{RateLimit: &discordgo.RateLimit{TooManyRequests: rl.TooManyRequests, URL: redactURL(rl.URL)}}
+	}
+	return err
+}
+
+// redactURL replaces the token segment of webhook and interaction URLs and
+// drops the query.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
 	}
 	parts := strings.Split(u.Path, "/")
 	for i := 0; i+2 < len(parts); i++ {
@@ -104,7 +114,7 @@ func redact(err error) error {
 		}
 	}
 	u.Path, u.RawPath, u.RawQuery = strings.Join(parts, "/"), "", ""
-	return &url.Error{Op: uerr.Op, URL: u.String(), Err: uerr.Err}
+	return u.String()
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

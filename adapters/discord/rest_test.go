@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bwmarrin/discordgo"
+
 	"github.com/golem-chat/golem/adapters/discord/discordtest"
 	"github.com/golem-chat/golem/core"
 )
@@ -130,6 +132,12 @@ func TestRedactHidesTokens(t *testing.T) {
 		err := redact(fmt.Errorf("post: %w", &url.Error{Op: "Post", URL: tt.in, Err: io.ErrUnexpectedEOF}))
 		if strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Errorf("redact(%s) = %v, want %s", tt.in, err, tt.want)
+		}
+		// A 429 that arrives as the context ends is returned through redact too.
+		rl := &discordgo.RateLimitError{RateLimit: &discordgo.RateLimit{TooManyRequests: &discordgo.TooManyRequests{RetryAfter: time.Second}, URL: tt.in}}
+		err = redact(fmt.Errorf("edit: %w", rl))
+		if strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("redact(429 on %s) = %v, want %s", tt.in, err, tt.want)
 		}
 	}
 }
