@@ -303,6 +303,30 @@ func TestOffsetSurvivesRestart(t *testing.T) {
 	}
 }
 
+func TestUndecodableUpdateIsConfirmed(t *testing.T) {
+	s := telegramtest.New(t, telegramtest.Options{})
+	state := &memState{}
+	_, r, _ := start(t, s, Options{State: state})
+	// "date" must be a number: the library cannot decode this update.
+	bad := s.PushRaw(map[string]any{"message": map[string]any{
+		"message_id": 1, "date": "soon", "text": "odd",
+		"chat": map[string]any{"id": 42, "type": "private"}, "from": map[string]any{"id": 42, "first_name": "Ann"},
+	}})
+	want := strconv.FormatInt(bad+1, 10)
+	s.WaitUntil(t, 5*time.Second, "a poll past the undecodable update", func() bool {
+		for _, c := range s.Calls("getUpdates") {
+			if c.Params.Get("offset") == want {
+				return true
+			}
+		}
+		return false
+	})
+	s.PushPrivate(ann, "next")
+	if m := r.next(t); m.Text != "next" {
+		t.Fatalf("got %+v", m)
+	}
+}
+
 func TestAttachments(t *testing.T) {
 	s := telegramtest.New(t, telegramtest.Options{})
 	_, r, _ := start(t, s, Options{Inbox: core.Inbox{Dir: t.TempDir(), MaxBytes: 100}})

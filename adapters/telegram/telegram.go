@@ -217,29 +217,49 @@ func (a *Adapter) poll(ctx context.Context, h core.Handler) error {
 			backoff = min(2*backoff, maxBackoff)
 			continue
 		}
-		backoff = firstBackoff
 		var raws []json.RawMessage
 		if err := json.Unmarshal(res, &raws); err != nil {
-			a.log.Error("telegram: bad getUpdates answer", "err", err)
+			// Asking again at once would get the same answer.
+			a.log.Error("telegram: bad getUpdates answer, retrying", "err", err, "retry_in", backoff)
+			if sleep(ctx, backoff) != nil {
+				break
+			}
+			backoff = min(2*backoff, maxBackoff)
 			continue
 		}
+		backoff = firstBackoff
 		for _, raw := range raws {
-			var u tgbotapi.Update
-			var x extra
-			if err := json.Unmarshal(raw, &u); err != nil {
-				a.log.Error("telegram: bad update", "err", err)
+			var head struct {
+				UpdateID int64 `json:"update_id"`
+			}
+			if err := json.Unmarshal(raw, &head); err != nil {
+				a.log.Error("telegram: an update without an id skipped", "err", err)
 				continue
 			}
-			_ = json.Unmarshal(raw, &x)
-			if m, ok := a.normalize(ctx, u, x); ok {
-				h.Handle(ctx, m)
-			}
-			offset = int64(u.UpdateID) + 1
+			a.deliver(ctx, h, head.UpdateID, raw)
+			// Confirmed even when it could not be decoded: otherwise
+			// Telegram would send it again at once, forever.
+			offset = head.UpdateID + 1
 			a.saveOffset(offset)
 		}
 	}
 	a.log.Info("telegram: stopped")
 	return nil
+}
+
+// deliver decodes one update and hands its message, if it is one for the
+// bot, to h. An update the library cannot decode is logged and dropped.
+func (a *Adapter) deliver(ctx context.Context, h core.Handler, id int64, raw json.RawMessage) {
+	var u tgbotapi.Update
+	var x extra
+	if err := json.Unmarshal(raw, &u); err != nil {
+		a.log.Error("telegram: an update that cannot be decoded dropped", "update_id", id, "err", err)
+		return
+	}
+	_ = json.Unmarshal(raw, &x)
+	if m, ok := a.normalize(ctx, u, x); ok {
+		h.Handle(ctx, m)
+	}
 }
 
 func (a *Adapter) loadOffset() int64 {

@@ -134,6 +134,25 @@ func (s *Server) Push(m Incoming) Pushed {
 	return Pushed{UpdateID: s.nextUpd, MessageID: msg.ID}
 }
 
+// PushRaw queues an update made of fields as they are, plus a new
+// update_id which it returns: for updates the adapter must survive, such
+// as ones the library cannot decode.
+func (s *Server) PushRaw(fields map[string]any) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextUpd++
+	upd := map[string]any{}
+	for k, v := range fields {
+		upd[k] = v
+	}
+	upd["update_id"] = s.nextUpd
+	b, _ := json.Marshal(upd)
+	s.updates = append(s.updates, b)
+	s.updateIDs = append(s.updateIDs, s.nextUpd)
+	s.notifyLocked()
+	return s.nextUpd
+}
+
 func (s *Server) addFileLocked(path string, data []byte) string {
 	id := fmt.Sprintf("F%d", len(s.files)+1)
 	s.files[id] = file{path: path, data: data}
