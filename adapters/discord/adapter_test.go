@@ -139,7 +139,8 @@ func TestMessagesBecomeCoreMessages(t *testing.T) {
 	id := fake.Post(discordtest.UserMessage{Channel: "c1", Guild: "g1", User: "u1", Content: "<@" + bot + "> run the tests", Mentions: []string{bot},
 		Attachments: []discordtest.Attachment{{Name: "../notes.txt", Data: []byte("hello")}, {Name: "big.bin", Data: make([]byte, 2000)}}})
 	m := rec.next(t)
-	if m.EventID != id || m.ID != id || m.Channel != "c1" || m.Workspace != "g1" || m.User != "u1" || m.Text != "run the tests" || !m.Mentioned || m.DM {
+	wantText := "run the tests\n\n(The attachment \"big.bin\" was not saved: it is too large.)"
+	if m.EventID != id || m.ID != id || m.Channel != "c1" || m.Workspace != "g1" || m.User != "u1" || m.Text != wantText || !m.Mentioned || m.DM {
 		t.Errorf("mention = %+v", m)
 	}
 	if len(m.Attachments) != 1 || m.Attachments[0].Name != "../notes.txt" || !strings.HasPrefix(m.Attachments[0].Path, inbox+"/") {

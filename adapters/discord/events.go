@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -94,7 +95,7 @@ func (a *Adapter) onMessage(_ *discordgo.Session, e *discordgo.MessageCreate) {
 	}
 	atts := m.Attachments
 	a.inOrder(m.ChannelID, func() (core.Message, bool) {
-		msg.Attachments = a.download(atts)
+		a.attach(&msg, atts)
 		return msg, true
 	})
 }
@@ -176,37 +177,49 @@ func (a *Adapter) deferInteraction(st *interaction) {
 	}
 }
 
-// download saves a message's attachments into the inbox. A file over the
-// inbox's limit or one that fails to download is left out (and logged).
-func (a *Adapter) download(atts []*discordgo.MessageAttachment) []core.Attachment {
-	if len(atts) == 0 || a.opts.Inbox.Dir == "" {
-		return nil
-	}
+// attach saves a message's attachments into the inbox and puts them on m.
+// A file that is not saved (over the inbox's limit, a failed download, no
+// inbox configured) is named in a note appended to m.Text, so the agent and
+// the user learn of it instead of losing it silently.
+func (a *Adapter) attach(m *core.Message, atts []*discordgo.MessageAttachment) {
 	limit := a.opts.Inbox.MaxBytes
 	if limit <= 0 {
 		limit = 20 << 20
 	}
 	_, life, _ := a.running()
-	if life == nil {
-		return nil
-	}
-	var out []core.Attachment
+	var notes []string
 	for _, att := range atts {
 		if att == nil || att.URL == "" {
 			continue
 		}
-		if int64(att.Size) > limit {
-			a.log.Warn("attachment over the size limit skipped", "size", att.Size, "limit", limit)
-			continue
+		var (
+			saved core.Attachment
+			err   error
+		)
+		switch {
+		case a.opts.Inbox.Dir == "":
+			err = errors.New("no inbox folder configured")
+		case int64(att.Size) > limit:
+			err = fmt.Errorf("%w: %d bytes", core.ErrTooLarge, att.Size)
+		case life == nil:
+			err = errors.New("the adapter stopped")
+		default:
+			saved, err = a.fetch(life, att)
 		}
-		saved, err := a.fetch(life, att)
 		if err != nil {
-			a.log.Warn("download attachment", "err", err)
+			a.log.Warn("attachment not saved", "size", att.Size, "limit", limit, "err", err)
+			reason := "it could not be downloaded"
+			if errors.Is(err, core.ErrTooLarge) {
+				reason = "it is too large"
+			}
+			notes = append(notes, fmt.Sprintf("(The attachment %q was not saved: %s.)", att.Filename, reason))
 			continue
 		}
-		out = append(out, saved)
+		m.Attachments = append(m.Attachments, saved)
 	}
-	return out
+	if len(notes) > 0 {
+		m.Text = strings.TrimSpace(m.Text + "\n\n" + strings.Join(notes, "\n"))
+	}
 }
 
 func (a *Adapter) fetch(ctx context.Context, att *discordgo.MessageAttachment) (core.Attachment, error) {
