@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/golem-chat/golem/parser"
 )
 
 // commands are the chat commands golem answers itself. Any other text,
@@ -77,19 +79,26 @@ func (d *Dispatcher) help() string {
 }
 
 // stop cancels the conversation's running turn, which kills the agent's
-// whole process group; its partial answer stays, marked stopped.
+// whole process group; its partial answer stays, marked stopped. Waiting
+// messages are dropped; those with a Sink get their terminal event.
 func (d *Dispatcher) stop(key Key) string {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	c := d.convs[key.String()]
 	if c == nil || c.running == nil {
+		d.mu.Unlock()
 		return "Nothing is running."
 	}
-	dropped := len(c.queue)
+	dropped := c.queue
 	c.queue = nil
 	c.running.stop()
-	if dropped > 0 {
-		return fmt.Sprintf("⏹️ Stopping the running answer; %d waiting messages dropped.", dropped)
+	d.mu.Unlock()
+	for _, m := range dropped {
+		if m.Sink != nil {
+			m.Sink(parser.Event{Type: parser.Error, Message: "stopped"})
+		}
+	}
+	if len(dropped) > 0 {
+		return fmt.Sprintf("⏹️ Stopping the running answer; %d waiting messages dropped.", len(dropped))
 	}
 	return "⏹️ Stopping the running answer."
 }

@@ -190,6 +190,9 @@ func (d *Dispatcher) Handle(ctx context.Context, m Message) {
 	}
 	text := strings.TrimSpace(m.Text)
 	if text == "" && len(m.Attachments) == 0 {
+		if m.Sink != nil { // a stream waits for its terminal event
+			d.answer(ctx, m, "the message is empty", true)
+		}
 		return
 	}
 	if name, args, ok := parseCommand(text); ok {
@@ -264,11 +267,19 @@ func (d *Dispatcher) finishUnstarted(m Message, why string) {
 func (d *Dispatcher) Close(ctx context.Context) error {
 	d.mu.Lock()
 	d.closing = true
+	var dropped []Message
 	for _, c := range d.convs {
-		for _, m := range c.queue {
-			go d.answer(d.life, m, "golem is shutting down; this message was not run. Send it again later.", true)
-		}
+		dropped = append(dropped, c.queue...)
 		c.queue = nil
+	}
+	if len(dropped) > 0 {
+		d.workers.Add(1)
+		go func() {
+			defer d.workers.Done()
+			for _, m := range dropped {
+				d.answer(d.life, m, "golem is shutting down; this message was not run. Send it again later.", true)
+			}
+		}()
 	}
 	d.mu.Unlock()
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/engine/enginetest"
+	"github.com/golem-chat/golem/parser"
 )
 
 var chatLimits = core.Limits{MaxLen: 500, MinEditInterval: 100 * time.Millisecond, MinPostInterval: 50 * time.Millisecond}
@@ -271,5 +273,68 @@ func TestChannelOverride(t *testing.T) {
 	inv = enginetest.ReadLog(t, h.log)
 	if m, _ := inv[1].Flag("--model"); m != "sonnet" {
 		t.Errorf("/model did not win over the channel's model: %q", m)
+	}
+}
+
+// sinkMessage is a message whose events go to a queue, as the HTTP API
+// and the terminal chat send them.
+func (h *harness) sinkMessage(text string) *core.EventQueue {
+	q := core.NewEventQueue()
+	n := strconv.FormatInt(msgSeq.Add(1), 10)
+	h.d.Handle(context.Background(), core.Message{
+		Platform: "rec", Channel: "C1", User: "alice", Text: text, ID: "m" + n, Sink: q.Push,
+	})
+	return q
+}
+
+// terminal waits for q's terminal event.
+func terminal(t *testing.T, q *core.EventQueue) parser.Event {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		for _, ev := range q.Take() {
+			if ev.Terminal() {
+				return ev
+			}
+		}
+		select {
+		case <-q.Ready():
+		case <-deadline:
+			t.Fatal("no terminal event")
+		}
+	}
+}
+
+func TestStopEndsTheStreamsOfDroppedMessages(t *testing.T) {
+	h := newHarness(t, chatLimits, nil)
+	h.say("alice", "!hang")
+	waitChild(t, h.log)
+	waiting := h.sinkMessage("second")
+	h.say("alice", "/stop")
+	if ev := terminal(t, waiting); ev.Type != parser.Error || ev.Message != "stopped" {
+		t.Errorf("the dropped message's stream ended with %+v, want the error \"stopped\"", ev)
+	}
+}
+
+func TestEmptyMessageEndsItsStream(t *testing.T) {
+	h := newHarness(t, chatLimits, nil)
+	if ev := terminal(t, h.sinkMessage(" \n ")); ev.Type != parser.Error {
+		t.Errorf("an empty message's stream ended with %+v, want an error", ev)
+	}
+}
+
+func TestCloseAnswersWaitingMessagesBeforeReturning(t *testing.T) {
+	h := newHarness(t, chatLimits, nil)
+	h.say("alice", "!hang")
+	waitChild(t, h.log)
+	waiting := h.sinkMessage("second")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // stop the running turn at once
+	if err := h.d.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := waiting.Take()
+	if len(got) != 1 || got[0].Type != parser.Error || !strings.Contains(got[0].Message, "shutting down") {
+		t.Errorf("when Close returned the waiting message had %+v, want the shutdown notice", got)
 	}
 }
