@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -254,5 +255,52 @@ func TestNewValidatesOptions(t *testing.T) {
 		if _, err := New(opts); err == nil {
 			t.Errorf("New(%+v) = nil error", opts)
 		}
+	}
+}
+
+// TestActivityThreadsAreBounded: the threads remembered by answer are
+// forgotten at maxThreads, and an answer still running finds its thread
+// again (Discord answers 160004) rather than losing its activity.
+func TestActivityThreadsAreBounded(t *testing.T) {
+	fake := newFake(t, discordtest.Options{ChannelLimit: 1000})
+	a := startAdapter(t, fake, Options{ChannelLimit: 1000}, make(recorder, 8))
+	ctx := context.Background()
+	ref, err := a.Send(ctx, core.Place{Channel: "c1"}, "answer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SendActivity(ctx, ref, "first tool"); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	for i := range maxThreads {
+		a.threads[fmt.Sprint("old", i)] = fmt.Sprint("thread", i)
+	}
+	a.mu.Unlock()
+	other, err := a.Send(ctx, core.Place{Channel: "c1"}, "another answer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SendActivity(ctx, other, "its tool"); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	n := len(a.threads)
+	a.mu.Unlock()
+	if n > 2 {
+		t.Errorf("%d threads remembered after the bound, want the old ones forgotten", n)
+	}
+	if err := a.SendActivity(ctx, ref, "second tool"); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range fake.Messages(ref.ID) {
+		got = append(got, m.Content)
+	}
+	if strings.Join(got, "|") != "first tool|second tool" {
+		t.Errorf("the first answer's thread holds %q, want both tools", got)
+	}
+	if n := len(fake.Messages("c1")); n != 2 {
+		t.Errorf("channel c1 has %d messages, want the two answers only", n)
 	}
 }

@@ -232,10 +232,19 @@ func (a *Adapter) startThread(ctx context.Context, answer core.MessageRef) (stri
 		return "", err
 	}
 	a.mu.Lock()
+	if len(a.threads) >= maxThreads {
+		// Forget them all: a thread of an answer still running is found
+		// again through Discord's 160004 above, at the cost of one request.
+		clear(a.threads)
+	}
 	a.threads[answer.ID] = id
 	a.mu.Unlock()
 	return id, nil
 }
+
+// maxThreads bounds the activity threads remembered by answer, which would
+// otherwise grow by one for every answer that used a tool.
+const maxThreads = 4096
 
 // ReplyPrivately implements core.PrivateReplier. A slash command's answer
 // (or a refusal) is ephemeral: it fills an ephemeral deferral, or else it
