@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -19,7 +20,8 @@ import (
 
 // killGrace is how long a process group has between SIGTERM and SIGKILL
 // once the run is cancelled, and how long the agent's stdout and stderr may
-// stay open (held by a leftover child) after the agent itself exited.
+// stay open (held by a leftover child) after the agent itself exited; time
+// the consumer takes to receive events does not count.
 const killGrace = 2 * time.Second
 
 // eventBuffer is the capacity of a run's event channel: the reading side
@@ -215,6 +217,12 @@ func (c *cli) start(ctx context.Context, path string, t Turn, key string) (*proc
 func (c *cli) follow(ctx context.Context, r *Run, p *process) (final parser.Event, texted bool) {
 	guard := parser.NewGuard(c.newParser())
 	var parsed *parser.Event
+	// sends counts the events handed to the consumer, and sending is set
+	// while one waits for it: a reader held up by a slow consumer is not a
+	// pipe held open by a leftover child, and must not lose what is still
+	// in the pipe.
+	var sends atomic.Int64
+	var sending atomic.Bool
 	stdoutDone := make(chan error, 1)
 	go func() {
 		delivering := true
@@ -227,7 +235,11 @@ func (c *cli) follow(ctx context.Context, r *Run, p *process) (final parser.Even
 				if !delivering {
 					continue
 				}
-				if !r.send(ctx, ev) {
+				sending.Store(true)
+				sent := r.send(ctx, ev)
+				sending.Store(false)
+				sends.Add(1)
+				if !sent {
 					delivering = false // cancelled: keep draining so the child never blocks
 					continue
 				}
@@ -252,20 +264,31 @@ func (c *cli) follow(ctx context.Context, r *Run, p *process) (final parser.Even
 		drained <- <-stdoutDone
 	}()
 	grace := time.NewTimer(killGrace)
-	select {
-	case readErr := <-drained:
-		if ctx.Err() == nil && readErr != nil {
-			c.log.Warn("reading agent output failed", "pid", p.cmd.Process.Pid, "err", readErr)
+	defer grace.Stop()
+	seen := sends.Load()
+wait:
+	for {
+		select {
+		case readErr := <-drained:
+			if ctx.Err() == nil && readErr != nil {
+				c.log.Warn("reading agent output failed", "pid", p.cmd.Process.Pid, "err", readErr)
+			}
+			break wait
+		case <-grace.C:
+			if n := sends.Load(); n != seen || sending.Load() {
+				seen = n // the consumer is still taking events: wait for it
+				grace.Reset(killGrace)
+				continue
+			}
+			// A leftover child holds the pipes open: end it and stop reading.
+			c.log.Debug("agent exited but its output stayed open; killing its process group", "pid", p.cmd.Process.Pid)
+			signalGroup(p.cmd, syscall.SIGKILL)
+			p.stdout.Close()
+			p.stderr.Close()
+			<-drained
+			break wait
 		}
-	case <-grace.C:
-		// A leftover child holds the pipes open: end it and stop reading.
-		c.log.Debug("agent exited but its output stayed open; killing its process group", "pid", p.cmd.Process.Pid)
-		signalGroup(p.cmd, syscall.SIGKILL)
-		p.stdout.Close()
-		p.stderr.Close()
-		<-drained
 	}
-	grace.Stop()
 	p.stdout.Close()
 	p.stderr.Close()
 

@@ -341,3 +341,31 @@ func TestStreamsWhileRunning(t *testing.T) {
 		})
 	}
 }
+
+// TestSlowConsumer: a consumer that lags behind by more than the engine's
+// two-second grace for pipes held open after the agent exited still gets
+// every event, the result included. The agent's last lines wait in the
+// stdout pipe meanwhile.
+func TestSlowConsumer(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"claude-code", "cursor"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e, logPath := fake(t, name, engine.Config{})
+			r, err := e.Run(context.Background(), engine.Turn{Prompt: "!text 5000", Workdir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitGone(t, "the agent", waitInvocation(t, logPath).PID)
+			// The consumer is busy elsewhere for longer than the grace.
+			time.Sleep(3 * time.Second)
+			events := collect(t, r)
+			if end := lastEvent(events); end.Type != parser.Done {
+				t.Errorf("terminal = %+v, want done", end)
+			}
+			if got := textOf(events); got != strings.Repeat("the quick brown fox jumps over the lazy dog ", 200)[:5000] {
+				t.Errorf("answer text has %d bytes, want the 5000 the agent wrote", len(got))
+			}
+		})
+	}
+}
