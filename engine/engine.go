@@ -138,8 +138,9 @@ type PermissionAnswer struct {
 // that stops reading after cancelling leaks nothing.
 func (r *Run) Events() <-chan parser.Event { return r.events }
 
-// Respond answers a permission request. Engines that never ask (all of them
-// today) ignore answers; Respond never blocks past ctx.
+// Respond answers a permission request. It waits until the run takes the
+// answer or ctx is done, and then returns ctx's error. No engine asks yet,
+// so today nothing takes answers and Respond always waits for ctx.
 func (r *Run) Respond(ctx context.Context, a PermissionAnswer) error {
 	select {
 	case r.answers <- a:

@@ -391,13 +391,13 @@ func (c *cli) env(key string) []string {
 	return out // duplicates: exec uses the last value of a key
 }
 
-// prompt returns t's prompt as the CLI gets it: attached files named on a
-// last line, and a leading space when it would look like a flag.
 // maxArgPrompt is the longest prompt passed as an argument: Linux refuses
 // a single argument over 128 KiB (MAX_ARG_STRLEN) with "argument list too
 // long".
 const maxArgPrompt = 100 << 10
 
+// prompt returns t's prompt as the CLI gets it: attached files named on a
+// last line, and a leading space when it would look like a flag.
 func prompt(t Turn) string {
 	p := t.Prompt
 	if len(t.Files) > 0 {
