@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/golem-chat/golem/parser"
+	"github.com/golem-chat/golem/store"
 )
 
 // commands are the chat commands golem answers itself. Any other text,
@@ -190,8 +191,11 @@ func (d *Dispatcher) setEngine(m Message, key Key, name string) (string, error) 
 		return fmt.Sprintf("Unknown engine %q. Available: %s.", name, strings.Join(names, ", ")), nil
 	}
 	d.bump(key)
-	conv.Engine, conv.SessionID = name, "" // sessions do not carry over between CLIs
-	if err := d.opts.Store.SaveConversation(conv); err != nil {
+	err = d.opts.Store.UpdateConversation(key.String(), func(c *store.Conversation) bool {
+		c.Engine, c.SessionID = name, "" // sessions do not carry over between CLIs
+		return true
+	})
+	if err != nil {
 		return "", err
 	}
 	text := fmt.Sprintf("Engine set to **%s**; the next message starts a new session.", name)
@@ -216,13 +220,15 @@ func (d *Dispatcher) setModel(m Message, key Key, name string) (string, error) {
 	if strings.ContainsAny(name, " \t\n") || len(name) > 100 {
 		return "A model name is one word, like `sonnet` or `claude-opus-4-1`.", nil
 	}
-	conv.Model = name
-	text := fmt.Sprintf("Model set to **%s** for this conversation.", name)
+	model, text := name, fmt.Sprintf("Model set to **%s** for this conversation.", name)
 	if name == "default" {
-		conv.Model = ""
-		text = "Model reset to the default."
+		model, text = "", "Model reset to the default."
 	}
-	if err := d.opts.Store.SaveConversation(conv); err != nil {
+	err = d.opts.Store.UpdateConversation(key.String(), func(c *store.Conversation) bool {
+		c.Model = model
+		return true
+	})
+	if err != nil {
 		return "", err
 	}
 	return text, nil

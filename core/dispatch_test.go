@@ -338,3 +338,16 @@ func TestCloseAnswersWaitingMessagesBeforeReturning(t *testing.T) {
 		t.Errorf("when Close returned the waiting message had %+v, want the shutdown notice", got)
 	}
 }
+
+func TestModelChangedDuringATurnIsKept(t *testing.T) {
+	h := newHarness(t, chatLimits, nil)
+	h.say("alice", "!text 10\n!sleep 2s\nfinished")
+	h.rec.waitFor("the partial answer", func(texts []string) bool { return len(texts) == 1 && len(texts[0]) == 10 })
+	h.say("alice", "/model opus") // answered at once, while the turn runs
+	h.rec.waitText("finished")
+	h.say("alice", "/status")
+	h.rec.waitText("**Engine:** claude-code")
+	if all := h.rec.all(); !strings.Contains(all, "**Model:** opus") || strings.Contains(all, "**Session:** none") {
+		t.Errorf("the turn's end undid /model or lost its session: %q", all)
+	}
+}

@@ -81,9 +81,18 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 						log.Error("clear session", "err", err)
 					}
 				}
-			case ev.Type == parser.Done && ev.SessionID != "" && d.sameGeneration(c, gen):
-				conv.Engine, conv.SessionID, conv.LastUsed = set.engine, ev.SessionID, time.Now()
-				if err := d.opts.Store.SaveConversation(conv); err != nil {
+			case ev.Type == parser.Done && ev.SessionID != "":
+				// Only the session changes: a /model sent meanwhile stays.
+				// The generation is checked inside the write so that a
+				// /new or /engine racing with it wins.
+				err := d.opts.Store.UpdateConversation(key, func(sc *store.Conversation) bool {
+					if !d.sameGeneration(c, gen) {
+						return false
+					}
+					sc.Engine, sc.SessionID, sc.LastUsed = set.engine, ev.SessionID, time.Now()
+					return true
+				})
+				if err != nil {
 					log.Error("save session", "err", err)
 				}
 			}

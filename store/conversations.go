@@ -81,32 +81,52 @@ func (s *Store) SaveConversation(c Conversation) error {
 	return nil
 }
 
-// ClearSession forgets the session id of key so the next turn starts a new
-// agent session; the engine and model chosen for the conversation stay. A
-// key with nothing stored is left alone.
-func (s *Store) ClearSession(key string) error {
+// UpdateConversation changes what is stored for key in one transaction: fn
+// gets the stored conversation (only Key set when nothing is) and reports
+// whether to save it. Unlike Conversation followed by SaveConversation,
+// concurrent updates of different fields never undo each other. fn may run
+// more than once and must not block; a zero LastUsed is saved as the
+// current time.
+func (s *Store) UpdateConversation(key string, fn func(c *Conversation) bool) error {
+	if key == "" {
+		return errors.New("store: update conversation: empty key")
+	}
 	err := s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketConversations)
-		raw := b.Get([]byte(key))
-		if raw == nil {
+		c := Conversation{Key: key}
+		if raw := b.Get([]byte(key)); raw != nil {
+			var err error
+			if c, err = decodeConversation(key, raw); err != nil {
+				return err
+			}
+		}
+		if !fn(&c) {
 			return nil
 		}
-		c, err := decodeConversation(key, raw)
-		if err != nil {
-			return err
+		if c.LastUsed.IsZero() {
+			c.LastUsed = s.now()
 		}
-		if c.SessionID == "" {
-			return nil
-		}
-		c.SessionID = ""
-		raw, err = encodeConversation(c)
+		raw, err := encodeConversation(c)
 		if err != nil {
 			return err
 		}
 		return b.Put([]byte(key), raw)
 	})
 	if err != nil {
-		return wrap("clear session", err)
+		return wrap("update conversation", err)
 	}
 	return nil
+}
+
+// ClearSession forgets the session id of key so the next turn starts a new
+// agent session; the engine and model chosen for the conversation stay. A
+// key with nothing stored is left alone.
+func (s *Store) ClearSession(key string) error {
+	return s.UpdateConversation(key, func(c *Conversation) bool {
+		if c.SessionID == "" {
+			return false // also when nothing is stored
+		}
+		c.SessionID = ""
+		return true
+	})
 }

@@ -330,3 +330,38 @@ func errorsIs(t *testing.T, err, target error) {
 		t.Fatalf("error %v, want one wrapping %v", err, target)
 	}
 }
+
+func TestUpdateConversationKeepsConcurrentChanges(t *testing.T) {
+	s, _ := openTemp(t, nil)
+	const n = 50
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if err := s.UpdateConversation("k", func(c *Conversation) bool { c.Model = "m"; return true }); err != nil {
+				t.Error(err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if err := s.UpdateConversation("k", func(c *Conversation) bool { c.SessionID = "s" + string(rune('a'+i%26)); return true }); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	c, err := s.Conversation("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Model != "m" || c.SessionID == "" || c.LastUsed.IsZero() {
+		t.Errorf("an update undid another: %+v", c)
+	}
+	if err := s.UpdateConversation("other", func(*Conversation) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := s.Conversation("other"); !c.LastUsed.IsZero() {
+		t.Errorf("fn returning false stored %+v", c)
+	}
+}
