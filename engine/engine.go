@@ -37,7 +37,8 @@
 // Attached files (Turn.Files) are named to the agent by a last line
 // appended to the prompt: "Attached files: /abs/a.png, /abs/b.txt". A
 // prompt that starts with "-" gets a leading space so that the CLI does not
-// take it for a flag.
+// take it for a flag, and a NUL in it, which no process argument can carry,
+// becomes U+FFFD.
 package engine
 
 import (

@@ -121,6 +121,8 @@ func TestArgv(t *testing.T) {
 			cat([]string{"-p", "hi"}, claudeBase, []string{"--include-partial-messages"})},
 		{"claude prompt like a flag", "claude-code", engine.Config{NoPartialMessages: true}, engine.Turn{Prompt: "-v please"},
 			cat([]string{"-p", " -v please"}, claudeBase)},
+		{"claude NUL in the prompt", "claude-code", engine.Config{NoPartialMessages: true}, engine.Turn{Prompt: "a\x00b"},
+			cat([]string{"-p", "a\uFFFDb"}, claudeBase)},
 		{"claude files", "claude-code", engine.Config{NoPartialMessages: true}, engine.Turn{Prompt: "see", Files: []string{"/in/a.png", "/in/b.txt"}},
 			cat([]string{"-p", "see\n\nAttached files: /in/a.png, /in/b.txt"}, claudeBase)},
 		{"cursor plain", "cursor", engine.Config{}, engine.Turn{Prompt: "hi"},

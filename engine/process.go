@@ -397,7 +397,8 @@ func (c *cli) env(key string) []string {
 const maxArgPrompt = 100 << 10
 
 // prompt returns t's prompt as the CLI gets it: attached files named on a
-// last line, and a leading space when it would look like a flag.
+// last line, a leading space when it would look like a flag, and NULs
+// (which no process argument can carry) replaced by U+FFFD.
 func prompt(t Turn) string {
 	p := t.Prompt
 	if len(t.Files) > 0 {
@@ -409,5 +410,5 @@ func prompt(t Turn) string {
 	if strings.HasPrefix(p, "-") {
 		p = " " + p
 	}
-	return p
+	return strings.ReplaceAll(p, "\x00", "\uFFFD")
 }
