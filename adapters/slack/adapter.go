@@ -73,8 +73,9 @@ type Adapter struct {
 	firstBackoff time.Duration
 
 	mu      sync.Mutex
-	botUser string // the bot's user id, "U..."
-	botID   string // the bot's bot id, "B..."
+	botUser string                   // the bot's user id, "U..."
+	botID   string                   // the bot's bot id, "B..."
+	tails   map[string]chan struct{} // per channel: the last message still being prepared
 }
 
 var (
@@ -122,6 +123,7 @@ func New(opts Options) (*Adapter, error) {
 		api:     client,
 		updates: newBudget(opts.UpdatesPerMinute, opts.UpdateBurst),
 		posts:   newChannelPace(opts.PostInterval, 3),
+		tails:   map[string]chan struct{}{},
 
 		firstBackoff: firstBackoff,
 	}, nil

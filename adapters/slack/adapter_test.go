@@ -347,6 +347,23 @@ func TestAttachmentByID(t *testing.T) {
 	}
 }
 
+// TestAttachmentKeepsOrder: a message whose file is still downloading is
+// handed on before the message that followed it in the channel.
+func TestAttachmentKeepsOrder(t *testing.T) {
+	fake, _, rec := startAdapter(t, slacktest.Options{}, nil)
+	f := fake.AddFile("a.txt", "text/plain", []byte("abc"))
+	stub := map[string]any{"id": f["id"], "file_access": "check_file_info"}
+	fake.Fail("files.info", slacktest.Fault{Status: 500}) // the download waits out a backoff
+	deliver(t, fake, slacktest.Event{Type: "message", ChannelType: "im", SubType: "file_share", User: "U1", Channel: "D1", Text: "see the file", Files: []map[string]any{stub}})
+	deliver(t, fake, slacktest.Event{Type: "message", ChannelType: "im", User: "U1", Channel: "D1", Text: "and fix it"})
+	deliver(t, fake, slacktest.Event{Type: "message", ChannelType: "im", User: "U1", Channel: "D1", Text: "thanks"})
+	for _, want := range []string{"see the file", "and fix it", "thanks"} {
+		if m := rec.next(t); m.Text != want {
+			t.Fatalf("got %q (attachments %+v), want %q", m.Text, m.Attachments, want)
+		}
+	}
+}
+
 func TestStartWaitsForSlack(t *testing.T) {
 	fake := slacktest.New(slacktest.Options{})
 	defer fake.Close()

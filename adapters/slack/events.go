@@ -17,7 +17,7 @@ import (
 
 // onEventsAPI turns an app_mention or a direct message into a core.Message.
 // A message with files is handled on its own goroutine, after the files
-// are downloaded, so the socket keeps reading meanwhile.
+// are downloaded, so the socket keeps reading meanwhile; see inOrder.
 func (a *Adapter) onEventsAPI(ctx context.Context, h core.Handler, ev socketmode.Event) {
 	outer, ok := ev.Data.(slackevents.EventsAPIEvent)
 	if !ok || outer.Type != slackevents.CallbackEvent {
@@ -50,12 +50,44 @@ func (a *Adapter) onEventsAPI(ctx context.Context, h core.Handler, ev socketmode
 	}
 	a.log.Debug("slack: message", "event_id", m.EventID, "channel", m.Channel, "user", m.User,
 		"dm", m.DM, "files", len(files), "retry_attempt", retry)
-	if len(files) == 0 {
+	a.inOrder(ctx, h, m, files)
+}
+
+// inOrder hands m to h after its files are saved, and after the messages
+// of its channel that came before it, so that "see the file" followed by
+// "and fix it" reaches the agent in that order. A message with nothing to
+// wait for is handed on at once; the others wait on a goroutine of their
+// own. Called from Start's goroutine only, in the order events arrive.
+func (a *Adapter) inOrder(ctx context.Context, h core.Handler, m core.Message, files []slackapi.File) {
+	a.mu.Lock()
+	prev := a.tails[m.Channel]
+	if prev == nil && len(files) == 0 {
+		a.mu.Unlock()
 		h.Handle(ctx, m)
 		return
 	}
+	done := make(chan struct{})
+	a.tails[m.Channel] = done
+	a.mu.Unlock()
 	go func() {
-		a.attach(ctx, &m, files)
+		defer func() {
+			a.mu.Lock()
+			if a.tails[m.Channel] == done {
+				delete(a.tails, m.Channel)
+			}
+			a.mu.Unlock()
+			close(done)
+		}()
+		if len(files) > 0 {
+			a.attach(ctx, &m, files)
+		}
+		if prev != nil {
+			select {
+			case <-prev:
+			case <-ctx.Done():
+				return
+			}
+		}
 		h.Handle(ctx, m)
 	}()
 }
