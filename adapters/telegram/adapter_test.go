@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -324,6 +325,25 @@ func TestUndecodableUpdateIsConfirmed(t *testing.T) {
 	s.PushPrivate(ann, "next")
 	if m := r.next(t); m.Text != "next" {
 		t.Fatalf("got %+v", m)
+	}
+}
+
+func TestEntitiesOutOfRangeAreIgnored(t *testing.T) {
+	s := telegramtest.New(t, telegramtest.Options{})
+	_, r, _ := start(t, s, Options{})
+	for _, e := range []map[string]any{
+		{"type": "mention", "offset": 1, "length": int64(math.MaxInt64)}, // offset+length overflows
+		{"type": "mention", "offset": 5, "length": 10},
+		{"type": "mention", "offset": -1, "length": 3},
+	} {
+		s.PushRaw(map[string]any{"message": map[string]any{
+			"message_id": 1, "date": 1, "text": "@golem_bot hi",
+			"chat": map[string]any{"id": 42, "type": "private"}, "from": map[string]any{"id": 42, "first_name": "Ann"},
+			"entities": []any{e},
+		}})
+		if m := r.next(t); m.Text != "@golem_bot hi" {
+			t.Errorf("entity %v: got %+v", e, m)
+		}
 	}
 }
 

@@ -91,7 +91,7 @@ func (a *Adapter) stripMentions(text string, ents []tgbotapi.MessageEntity) (str
 	// Walk backwards so earlier offsets stay valid as ranges are cut.
 	for i := len(ents) - 1; i >= 0; i-- {
 		e := ents[i]
-		if e.Offset < 0 || e.Length <= 0 || e.Offset+e.Length > len(units) {
+		if e.Offset < 0 || e.Length <= 0 || e.Offset > len(units) || e.Length > len(units)-e.Offset { // no overflow
 			continue
 		}
 		word := string(utf16.Decode(units[e.Offset : e.Offset+e.Length]))
