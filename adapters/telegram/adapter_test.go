@@ -394,6 +394,23 @@ func TestBudgetsKeepWithinTelegramsLimits(t *testing.T) {
 	}
 }
 
+func TestBudgetsForgetQuietChats(t *testing.T) {
+	b := newBudgets(time.Nanosecond, time.Nanosecond, time.Nanosecond)
+	busy := b.acquire(7) // a chat in use is kept
+	for id := range int64(10 * minSweep) {
+		if err := b.wait(context.Background(), id+100, prioSend); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.mu.Lock()
+	n, kept := len(b.chats), b.chats[7] == busy
+	b.mu.Unlock()
+	if n > minSweep+1 || !kept {
+		t.Errorf("%d chat gates after %d quiet chats (kept the busy one: %v)", n, 10*minSweep, kept)
+	}
+	b.release(busy)
+}
+
 func TestGatePrefersNewMessagesOverEdits(t *testing.T) {
 	g := newGate(time.Hour)
 	if err := g.wait(context.Background(), prioEdit); err != nil { // takes the free turn

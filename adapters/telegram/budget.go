@@ -121,37 +121,85 @@ func (g *gate) release() {
 // budgets are the adapter's send budgets: one gate per chat (private chats
 // about 1 message a second, groups 20 a minute; edits count) and one
 // shared by all chats (about 30 requests a second). Send, Edit and
-// SendActivity wait on the chat's gate, then on the global one.
+// SendActivity wait on the chat's gate, then on the global one. Gates of
+// chats that have gone quiet are dropped, so the map does not grow with
+// every chat that ever wrote to the bot.
 type budgets struct {
 	private, group time.Duration
 	global         *gate
 
-	mu    sync.Mutex
-	chats map[int64]*gate
+	mu      sync.Mutex
+	chats   map[int64]*chatGate
+	sweepAt int // len(chats) at which quiet gates are dropped
 }
+
+// chatGate is a chat's gate and how many calls are using it; a gate in
+// use is never dropped.
+type chatGate struct {
+	*gate
+	users int // guarded by budgets.mu
+}
+
+// minSweep is the number of chats below which no gate is dropped.
+const minSweep = 1024
 
 func newBudgets(private, group, global time.Duration) *budgets {
-	return &budgets{private: private, group: group, global: newGate(global), chats: map[int64]*gate{}}
+	return &budgets{private: private, group: group, global: newGate(global), chats: map[int64]*chatGate{}, sweepAt: minSweep}
 }
 
-func (b *budgets) chat(id int64) *gate {
+// acquire returns chat's gate, marked in use until release.
+func (b *budgets) acquire(id int64) *chatGate {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	g := b.chats[id]
 	if g == nil {
+		if len(b.chats) >= b.sweepAt {
+			b.sweepLocked()
+		}
 		every := b.private
 		if id < 0 { // group and supergroup ids are negative
 			every = b.group
 		}
-		g = newGate(every)
+		g = &chatGate{gate: newGate(every)}
 		b.chats[id] = g
 	}
+	g.users++
 	return g
+}
+
+func (b *budgets) release(g *chatGate) {
+	b.mu.Lock()
+	g.users--
+	b.mu.Unlock()
+}
+
+// sweepLocked drops the gates nobody uses whose last grant is at least
+// their interval ago: a new gate for such a chat grants at once, as the
+// old one would have. The next sweep waits until the map has doubled, so
+// sweeping costs O(1) per chat added.
+func (b *budgets) sweepLocked() {
+	now := time.Now()
+	for id, g := range b.chats {
+		if g.users == 0 && g.quiet(now) {
+			delete(b.chats, id)
+		}
+	}
+	b.sweepAt = max(minSweep, 2*len(b.chats))
+}
+
+// quiet reports whether the gate holds no waiter and would grant at now.
+func (g *gate) quiet(now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.idleLocked() && g.timer == nil && now.Sub(g.last) >= g.every
 }
 
 // wait blocks until chat may get one more message or edit.
 func (b *budgets) wait(ctx context.Context, chat int64, prio int) error {
-	if err := b.chat(chat).wait(ctx, prio); err != nil {
+	g := b.acquire(chat)
+	err := g.wait(ctx, prio)
+	b.release(g)
+	if err != nil {
 		return err
 	}
 	return b.global.wait(ctx, prio)
