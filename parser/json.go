@@ -64,54 +64,21 @@ func (r *reader) end() bool {
 // moves past '{' or ',' and reports whether a member follows; key then reads
 // the member's name and the ':'. The caller must consume each value (decode
 // or skip it). object returns false at '}' (consuming it) or on error.
-func (r *reader) object(first *bool) bool {
-	if r.bad {
-		return false
-	}
-	r.ws()
-	if *first {
-		*first = false
-		if r.i >= len(r.b) || r.b[r.i] != '{' {
-			r.fail()
-			return false
-		}
-		r.i++
-		if r.depth++; r.depth > maxDepth {
-			r.fail()
-			return false
-		}
-		if r.peek() == '}' {
-			r.i++
-			r.depth--
-			return false
-		}
-		return true
-	}
-	if r.i < len(r.b) {
-		switch r.b[r.i] {
-		case ',':
-			r.i++
-			return true
-		case '}':
-			r.i++
-			r.depth--
-			return false
-		}
-	}
-	r.fail()
-	return false
-}
+func (r *reader) object(first *bool) bool { return r.next(first, '{', '}') }
 
 // array iterates the elements of the array at the current position, like
 // object: `for r.array(&first) { ...value... }`.
-func (r *reader) array(first *bool) bool {
+func (r *reader) array(first *bool) bool { return r.next(first, '[', ']') }
+
+// next is object and array, for the container between opening and closing.
+func (r *reader) next(first *bool, opening, closing byte) bool {
 	if r.bad {
 		return false
 	}
 	r.ws()
 	if *first {
 		*first = false
-		if r.i >= len(r.b) || r.b[r.i] != '[' {
+		if r.i >= len(r.b) || r.b[r.i] != opening {
 			r.fail()
 			return false
 		}
@@ -120,7 +87,7 @@ func (r *reader) array(first *bool) bool {
 			r.fail()
 			return false
 		}
-		if r.peek() == ']' {
+		if r.peek() == closing {
 			r.i++
 			r.depth--
 			return false
@@ -132,7 +99,7 @@ func (r *reader) array(first *bool) bool {
 		case ',':
 			r.i++
 			return true
-		case ']':
+		case closing:
 			r.i++
 			r.depth--
 			return false
