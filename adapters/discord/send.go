@@ -359,18 +359,7 @@ func (a *Adapter) webhookEdit(ctx context.Context, st *interaction, hook, conten
 	if st.private {
 		channel = "" // ephemeral messages are not in the channel
 	}
-	var msg discordgo.Message
-	err := a.call(ctx, channel, "edit interaction response", func(opts ...discordgo.RequestOption) error {
-		body, err := a.session.RequestWithBucketID(http.MethodPatch, uri, data, bucket, opts...)
-		if err != nil {
-			return err
-		}
-		return discordgo.Unmarshal(body, &msg)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &msg, nil
+	return a.webhook(ctx, channel, "edit interaction response", http.MethodPatch, uri, bucket, data)
 }
 
 func (a *Adapter) followUp(ctx context.Context, st *interaction, content string, flags discordgo.MessageFlags) (*discordgo.Message, error) {
@@ -380,9 +369,15 @@ func (a *Adapter) followUp(ctx context.Context, st *interaction, content string,
 	if flags&discordgo.MessageFlagsEphemeral != 0 {
 		channel = ""
 	}
+	return a.webhook(ctx, channel, "post follow-up", http.MethodPost, uri+"?wait=true", uri, data)
+}
+
+// webhook sends one request to an interaction's webhook in the rate-limit
+// bucket given and returns the message Discord answers with.
+func (a *Adapter) webhook(ctx context.Context, channel, what, method, uri, bucket string, data any) (*discordgo.Message, error) {
 	var msg discordgo.Message
-	err := a.call(ctx, channel, "post follow-up", func(opts ...discordgo.RequestOption) error {
-		body, err := a.session.RequestWithBucketID(http.MethodPost, uri+"?wait=true", data, uri, opts...)
+	err := a.call(ctx, channel, what, func(opts ...discordgo.RequestOption) error {
+		body, err := a.session.RequestWithBucketID(method, uri, data, bucket, opts...)
 		if err != nil {
 			return err
 		}
