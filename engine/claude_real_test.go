@@ -100,17 +100,6 @@ func realDump(events []parser.Event) string {
 	return b.String()
 }
 
-// answer joins the text events: what the user reads.
-func realAnswer(events []parser.Event) string {
-	var b strings.Builder
-	for _, ev := range events {
-		if ev.Type == parser.Text {
-			b.WriteString(ev.Content)
-		}
-	}
-	return b.String()
-}
-
 func realCount(events []parser.Event, typ parser.Type) int {
 	n := 0
 	for _, ev := range events {
@@ -180,7 +169,7 @@ func TestClaudeRealPlainAnswer(t *testing.T) {
 			}
 			events := c.run(t, c.newEngine(anthropictest.ScenarioText, tc.cfg), turn)
 
-			if got := realAnswer(events); got != anthropictest.TextAnswer {
+			if got := textOf(events); got != anthropictest.TextAnswer {
 				t.Errorf("answer %q, want %q; events: %s", got, anthropictest.TextAnswer, realDump(events))
 			}
 			if n := realCount(events, parser.Text); n < tc.minPieces || (tc.minPieces == 1 && n != 1) {
@@ -246,7 +235,7 @@ func TestClaudeRealBashTool(t *testing.T) {
 	if result.ID != call.ID || result.IsError || strings.TrimSpace(result.Content) != "hi" {
 		t.Errorf("tool_result %+v, want the output of the command the CLI really ran", *result)
 	}
-	if got := realAnswer(events); got != anthropictest.BashAnswer {
+	if got := textOf(events); got != anthropictest.BashAnswer {
 		t.Errorf("answer %q, want %q", got, anthropictest.BashAnswer)
 	}
 	if d := realDone(t, events); *d.NumTurns != 2 {
@@ -304,7 +293,7 @@ func TestClaudeRealSeveralTools(t *testing.T) {
 			t.Errorf("tool_result %s: is_error=%v content %q; want is_error=%v and %q", id, r.IsError, r.Content, w.isError, w.has)
 		}
 	}
-	if got := realAnswer(events); !strings.HasPrefix(got, "Let me run a command") || !strings.HasSuffix(got, anthropictest.ToolsAnswer) {
+	if got := textOf(events); !strings.HasPrefix(got, "Let me run a command") || !strings.HasSuffix(got, anthropictest.ToolsAnswer) {
 		t.Errorf("answer %q, want the first message's text and then %q", got, anthropictest.ToolsAnswer)
 	}
 	realDone(t, events)
@@ -328,7 +317,7 @@ func TestClaudeRealOverloaded(t *testing.T) {
 	}
 	// The CLI also prints the error as a synthetic assistant message; it
 	// must not reach the user as answer text besides the error.
-	if got := realAnswer(events); got != "" {
+	if got := textOf(events); got != "" {
 		t.Errorf("answer text %q on an API error, want none", got)
 	}
 	// Each retry is a warning the user sees (and none resets the session).
@@ -359,7 +348,7 @@ func TestClaudeRealResume(t *testing.T) {
 	if d := realDone(t, events); d.SessionID != first.SessionID {
 		t.Errorf("the resumed run ended with session %s, want the same session %s", d.SessionID, first.SessionID)
 	}
-	if got := realAnswer(events); got != anthropictest.TextAnswer {
+	if got := textOf(events); got != anthropictest.TextAnswer {
 		t.Errorf("answer %q", got)
 	}
 	reqs := c.srv.MessageRequests(anthropictest.ScenarioText)
@@ -400,7 +389,7 @@ func TestClaudeRealResumeUnknownSession(t *testing.T) {
 	if d.SessionID == unknown {
 		t.Errorf("done keeps the unknown session id %s, want the new session's", unknown)
 	}
-	if got := realAnswer(events); got != anthropictest.TextAnswer {
+	if got := textOf(events); got != anthropictest.TextAnswer {
 		t.Errorf("answer %q after the fallback, want %q", got, anthropictest.TextAnswer)
 	}
 	// The unknown id never reached the model; the retry made one call.
@@ -508,21 +497,14 @@ func realWaitPID(t *testing.T, ctx context.Context, path string) int {
 func realWaitGone(ctx context.Context, pid int) bool {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return true
-		}
-		// The state follows the command name in parentheses: "pid (comm) S ...".
-		if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-			return true
-		}
+	for alive(pid) {
 		select {
 		case <-ctx.Done():
 			return false
 		case <-tick.C:
 		}
 	}
+	return true
 }
 
 // realKill ends the test's own sleep if it is still that process.
