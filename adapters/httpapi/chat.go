@@ -171,5 +171,3 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 		Error string `json:"error"`
 	}{msg})
 }
-
-// Compile-time check that the sink has the contract's type.
