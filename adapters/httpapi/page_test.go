@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -125,6 +126,18 @@ func TestPageChat(t *testing.T) {
 	}
 	if meta := tab.text(lastTurn + `.querySelector(".meta").textContent`); meta != "done · 1.2 s · 1 turn · $0.0042" {
 		t.Errorf("meta %q", meta)
+	}
+	// Everything the page loaded (itself, its assets, the API) came from
+	// golem; the Content-Security-Policy would block anything else.
+	var loaded []string
+	tab.eval(`performance.getEntriesByType("resource").map(e => e.name)`, &loaded)
+	if !slices.Contains(loaded, base+"/app.js") || !slices.Contains(loaded, base+"/v1/chat") {
+		t.Errorf("the page's loads are not all seen: %q", loaded)
+	}
+	for _, u := range loaded {
+		if !strings.HasPrefix(u, base+"/") {
+			t.Errorf("the page loaded %q, not from golem", u)
+		}
 	}
 	if you := tab.text(lastTurn + `.querySelector(".you").textContent`); you != "hello" {
 		t.Errorf("prompt shown as %q", you)

@@ -315,6 +315,21 @@ func TestHealthz(t *testing.T) {
 	}
 }
 
+func TestPageAndAssetsForbidExternalLoads(t *testing.T) {
+	_, base := serve(t, Options{}, refuse(t))
+	for _, path := range []string{"/", "/app.js", "/style.css"} {
+		res, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		csp := res.Header.Get("Content-Security-Policy")
+		if res.StatusCode != 200 || !strings.HasPrefix(csp, "default-src 'none';") || strings.Contains(csp, "http") || strings.Contains(csp, "*") {
+			t.Errorf("GET %s: %d, Content-Security-Policy %q", path, res.StatusCode, csp)
+		}
+	}
+}
+
 func TestStartFailsWhenAddressIsTaken(t *testing.T) {
 	ln, _ := listen(t)
 	s, err := New(Options{Listen: ln.Addr().String(), Logger: testLogger(t)})
