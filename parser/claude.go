@@ -150,9 +150,7 @@ func (p *ClaudeCode) parse(line []byte, l *claudeLine) []Event {
 }
 
 func (p *ClaudeCode) system(l *claudeLine) []Event {
-	if s := l.sessionID.String(); l.subtype.Is("init") && s != "" {
-		p.sessionID = s
-	}
+	rememberInit(&p.sessionID, l.subtype, l.sessionID)
 	if l.subtype.Is("api_retry") {
 		return []Event{{Type: Warning, Message: retryMessage(l)}}
 	}
@@ -201,13 +199,7 @@ func (p *ClaudeCode) result(l *claudeLine) Event {
 		}
 		return Event{Type: Error, Message: msg}
 	}
-	e := Event{Type: Done, SessionID: l.sessionID.String()}
-	if e.SessionID == "" {
-		e.SessionID = p.sessionID
-	}
-	if n, ok := parseInt(l.durationMS); ok {
-		e.DurationMS = &n
-	}
+	e := done(l.sessionID, p.sessionID, l.durationMS)
 	if f, ok := parseFloat(l.cost); ok {
 		e.CostUSD = &f
 	}

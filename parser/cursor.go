@@ -117,9 +117,7 @@ func (p *Cursor) parse(line []byte, l *cursorLine) []Event {
 	case "result":
 		return []Event{p.result(l)}
 	case "system":
-		if s := l.sessionID.String(); l.subtype.Is("init") && s != "" {
-			p.sessionID = s
-		}
+		rememberInit(&p.sessionID, l.subtype, l.sessionID)
 	}
 	return nil
 }
@@ -202,14 +200,7 @@ func (p *Cursor) result(l *cursorLine) Event {
 		}
 		return Event{Type: Error, Message: msg}
 	}
-	e := Event{Type: Done, SessionID: l.sessionID.String()}
-	if e.SessionID == "" {
-		e.SessionID = p.sessionID
-	}
-	if n, ok := parseInt(l.durationMS); ok {
-		e.DurationMS = &n
-	}
-	return e
+	return done(l.sessionID, p.sessionID, l.durationMS)
 }
 
 // toolCall turns a started line into a ToolCall and a completed line into

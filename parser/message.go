@@ -1,8 +1,31 @@
 package parser
 
-// This file decodes the message objects that both CLIs print (Anthropic's
-// message shape: {id, content: string | [blocks]}), in the same pass that
-// reads the line, keeping strings in their encoded form until needed.
+// This file decodes what both CLIs print alike: the message objects
+// (Anthropic's message shape: {id, content: string | [blocks]}), read in the
+// same pass as the line, keeping strings in their encoded form until needed;
+// and the session id and duration of their system/init and result lines.
+
+// rememberInit keeps the session id of a system/init line in *id, for a
+// result line that lacks one.
+func rememberInit(id *string, subtype, sessionID jstr) {
+	if s := sessionID.String(); subtype.Is("init") && s != "" {
+		*id = s
+	}
+}
+
+// done is the Done of a successful result line: its session id, else
+// initID, and its duration_ms exactly as given (absent stays absent, 0 is
+// a value).
+func done(sessionID jstr, initID string, durationMS []byte) Event {
+	e := Event{Type: Done, SessionID: sessionID.String()}
+	if e.SessionID == "" {
+		e.SessionID = initID
+	}
+	if n, ok := parseInt(durationMS); ok {
+		e.DurationMS = &n
+	}
+	return e
+}
 
 // jstr is a JSON string value still encoded, aliasing the line.
 type jstr struct {
