@@ -17,7 +17,8 @@ import (
 // first response within 3 s.
 const deferTimeout = 2500 * time.Millisecond
 
-// running returns the handler and its context, or nil once stopped.
+// running returns the handler, its context and the bot's user id (empty
+// before READY); nil handler and context once stopped.
 func (a *Adapter) running() (core.Handler, context.Context, string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
