@@ -263,6 +263,21 @@ func TestRetries(t *testing.T) {
 	}
 }
 
+func TestStalledCallIsRetried(t *testing.T) {
+	s := telegramtest.New(t, telegramtest.Options{})
+	a, _, _ := start(t, s, Options{callTimeout: 200 * time.Millisecond})
+	s.Fail(1, telegramtest.Failure{Method: "sendMessage", Hang: true})
+	if _, err := a.Send(context.Background(), core.Place{Channel: "42"}, "through"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Calls("sendMessage")); n != 2 {
+		t.Errorf("%d sendMessage calls, want 2", n)
+	}
+	if got := s.BotMessages(42); len(got) != 1 || got[0].Text != "through" {
+		t.Fatalf("bot messages = %+v", got)
+	}
+}
+
 func TestShutdownDoesNotWaitOutThePoll(t *testing.T) {
 	s := telegramtest.New(t, telegramtest.Options{})
 	_, _, stop := start(t, s, Options{PollTimeout: 50 * time.Second})

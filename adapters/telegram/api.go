@@ -90,9 +90,15 @@ const (
 	maxBackoff   = 30 * time.Second
 )
 
+// callTimeout bounds one attempt of a call other than getUpdates (whose
+// long poll has its own bound), so a connection that stalls is retried
+// instead of holding up a conversation, or the poll loop, for good.
+const callTimeout = time.Minute
+
 // do calls method, honouring retry_after on every 429 and retrying 5xx
-// answers and network errors with backoff; other API errors (400, 401,
-// 403) return at once. Errors wrap the library's *tgbotapi.Error.
+// answers, network errors and stalled attempts with backoff; other API
+// errors (400, 401, 403) return at once. Errors wrap the library's
+// *tgbotapi.Error.
 func (a *Adapter) do(ctx context.Context, method string, p tgbotapi.Params) (json.RawMessage, error) {
 	api, err := a.connected(ctx)
 	if err != nil {
@@ -101,7 +107,12 @@ func (a *Adapter) do(ctx context.Context, method string, p tgbotapi.Params) (jso
 	backoff := firstBackoff
 	rateWaits, failures := 0, 0
 	for {
-		res, err := api.call(ctx, method, p)
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if method != "getUpdates" {
+			actx, cancel = context.WithTimeout(ctx, a.opts.callTimeout)
+		}
+		res, err := api.call(actx, method, p)
+		cancel()
 		if err == nil {
 			return res, nil
 		}

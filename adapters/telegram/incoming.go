@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf16"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
@@ -166,6 +167,10 @@ func (a *Adapter) attachments(ctx context.Context, msg *tgbotapi.Message) ([]cor
 	return out, notes
 }
 
+// downloadTimeout bounds one attachment's download (20 MiB at a slow
+// 100 KB/s takes under 4 minutes).
+const downloadTimeout = 5 * time.Minute
+
 // download fetches a file through getFile and the configured API base
 // (not the library's fixed FileEndpoint), so a local Bot API server works.
 func (a *Adapter) download(ctx context.Context, fileID, name string, size int) (core.Attachment, error) {
@@ -184,6 +189,9 @@ func (a *Adapter) download(ctx context.Context, fileID, name string, size int) (
 	if err := json.Unmarshal(res, &f); err != nil || f.FilePath == "" {
 		return core.Attachment{}, fmt.Errorf("telegram: getFile %q: no file path (%v)", name, err)
 	}
+	// The poll loop waits for this download: bound it.
+	ctx, cancel := context.WithTimeout(ctx, downloadTimeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+"/file/bot"+a.opts.Token+"/"+strings.TrimLeft(f.FilePath, "/"), nil)
 	if err != nil {
 		return core.Attachment{}, fmt.Errorf("telegram: download %q: %w", name, redact(err, a.opts.Token))

@@ -40,7 +40,7 @@ type Options struct {
 	// PollTimeout is the long-poll timeout of getUpdates; default 50s.
 	PollTimeout time.Duration
 	// HTTPClient makes every request; default a client without an
-	// overall timeout (each call is bounded by its context).
+	// overall timeout (the adapter bounds each call itself).
 	HTTPClient *http.Client
 	// Budgets; zero values take the defaults that keep within Telegram's
 	// limits: 1.1s between messages in a private chat, 3s in a group
@@ -51,6 +51,8 @@ type Options struct {
 	// Drafts enables Draft (sendMessageDraft, Bot API 9.5+, private chats
 	// only). Default off: edits are the reliable way to stream.
 	Drafts bool
+
+	callTimeout time.Duration // tests: bounds one attempt of a call; default callTimeout
 }
 
 // Adapter is the Telegram core.Adapter. Create it with New; Start runs
@@ -97,6 +99,9 @@ func New(opts Options) (*Adapter, error) {
 	}
 	if opts.GlobalPerSecond <= 0 {
 		opts.GlobalPerSecond = 25
+	}
+	if opts.callTimeout <= 0 {
+		opts.callTimeout = callTimeout
 	}
 	client := opts.HTTPClient
 	if client == nil {
@@ -161,7 +166,11 @@ func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
 func (a *Adapter) connect(ctx context.Context) error {
 	backoff := firstBackoff
 	for {
-		bot, err := tgbotapi.NewBotAPIWithClient(a.opts.Token, a.base+"/bot%s/%s", ctxClient{ctx: ctx, c: a.client})
+		// The library calls getMe here; each call of botCaller gets its own
+		// client, so cctx ends with this attempt.
+		cctx, cancel := context.WithTimeout(ctx, a.opts.callTimeout)
+		bot, err := tgbotapi.NewBotAPIWithClient(a.opts.Token, a.base+"/bot%s/%s", ctxClient{ctx: cctx, c: a.client})
+		cancel()
 		if err == nil {
 			a.self = bot.Self
 			a.api = &botCaller{bot: bot, client: a.client, token: a.opts.Token}

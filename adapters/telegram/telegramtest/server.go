@@ -63,6 +63,9 @@ type Failure struct {
 	Code       int    // HTTP status and error_code
 	Desc       string
 	RetryAfter int // parameters.retry_after, for 429
+	// Hang holds the request unanswered until the client gives up (a
+	// connection that stalls); Code and Desc are then unused.
+	Hang bool
 }
 
 // Server is a running fake. Its methods are safe for concurrent use.
@@ -274,6 +277,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.notifyLocked()
 	if f, ok := s.takeFailureLocked(method, params); ok {
 		s.mu.Unlock()
+		if f.Hang {
+			<-r.Context().Done()
+			return
+		}
 		writeErr(w, f.Code, f.Desc, f.RetryAfter)
 		return
 	}
