@@ -111,11 +111,14 @@ func (c *Console) Start(ctx context.Context, h core.Handler) error {
 			c.write(continuation, false)
 		}
 		var l line
+		var open bool
 		select {
 		case <-ctx.Done():
+		case l, open = <-lines:
+		}
+		if !open { // ctx is done (the reader closes lines only then)
 			c.newline()
 			return nil
-		case l = <-lines:
 		}
 		raw := strings.TrimRight(l.text, "\r\n")
 		if cont, ok := strings.CutSuffix(raw, "\\"); ok && l.err == nil {
