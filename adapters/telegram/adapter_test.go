@@ -157,6 +157,8 @@ func TestWhichMessagesAreDelivered(t *testing.T) {
 		{"group without mention", telegramtest.Incoming{Chat: group, From: ann, Text: "just chatting"}, false, "", false},
 		{"group mention", telegramtest.Incoming{Chat: group, From: ann, Text: "😀 @golem_bot fix   it"}, true, "😀 fix it", true},
 		{"mention in other case", telegramtest.Incoming{Chat: group, From: ann, Text: "@Golem_Bot hi"}, true, "hi", true},
+		{"mention keeps the lines below", telegramtest.Incoming{Chat: group, From: ann, Text: "@golem_bot  fix this:\n```\nif x {\n\treturn  1\n}\n```"}, true, "fix this:\n```\nif x {\n\treturn  1\n}\n```", true},
+		{"mention alone on its line", telegramtest.Incoming{Chat: group, From: ann, Text: "why?\n@golem_bot\n  - a\n  - b"}, true, "why?\n\n  - a\n  - b", true},
 		{"other mention only", telegramtest.Incoming{Chat: group, From: ann, Text: "@bob look"}, false, "", false},
 		{"reply to the bot", telegramtest.Incoming{Chat: group, From: ann, Text: "and tests?", ReplyTo: botMsg}, true, "and tests?", true},
 		{"command for us", telegramtest.Incoming{Chat: group, From: ann, Text: "/stop@golem_bot"}, true, "/stop", true},

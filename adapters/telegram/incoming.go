@@ -85,10 +85,12 @@ func displayName(u *tgbotapi.User) string {
 
 // stripMentions removes mentions of the bot (by @username or, for users
 // without one, a text_mention) from text, using the entities' UTF-16
-// offsets, and reports whether there was one.
+// offsets, and reports whether there was one. The spaces of a line that
+// held a mention are collapsed; other lines (code the user pasted) keep
+// their layout.
 func (a *Adapter) stripMentions(text string, ents []tgbotapi.MessageEntity) (string, bool) {
 	units := utf16.Encode([]rune(text))
-	found := false
+	mentionLines := map[int]bool{}
 	// Walk backwards so earlier offsets stay valid as ranges are cut.
 	for i := len(ents) - 1; i >= 0; i-- {
 		e := ents[i]
@@ -102,13 +104,18 @@ func (a *Adapter) stripMentions(text string, ents []tgbotapi.MessageEntity) (str
 		default:
 			continue
 		}
-		found = true
+		// A mention holds no newline, so cutting it numbers no line anew.
+		mentionLines[strings.Count(string(utf16.Decode(units[:e.Offset])), "\n")] = true
 		units = append(units[:e.Offset:e.Offset], units[e.Offset+e.Length:]...)
 	}
-	if !found {
+	if len(mentionLines) == 0 {
 		return strings.TrimSpace(text), false
 	}
-	return strings.Join(strings.Fields(string(utf16.Decode(units))), " "), true
+	lines := strings.Split(string(utf16.Decode(units)), "\n")
+	for i := range mentionLines {
+		lines[i] = strings.Join(strings.Fields(lines[i]), " ")
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n")), true
 }
 
 // command normalizes "/name@thisbot args" to "/name args". It reports
