@@ -7,10 +7,13 @@ import (
 
 // Split cuts markdown into messages of at most max units each (runes, or
 // what measure counts when it is not nil). It prefers to cut between
-// paragraphs, then between lines, then at a space; it never leaves a code
-// fence open: a fence cut in two is closed at the end of one message and
-// reopened, with its info string, at the start of the next. Joining the
-// pieces (minus those added fence lines) gives back the text.
+// paragraphs, then between lines, then at a space; when it cuts, no piece
+// leaves a code fence open: a fence cut in two is closed at the end of one
+// message and reopened, with its info string (only the language when the
+// line is long), at the start of the next, and a fence the text leaves open
+// is closed at the end of the last. Joining the pieces (minus those added
+// fence lines) gives back the text. A fence whose marker is max/4 backticks
+// or more (absurd in practice) is cut like text.
 func Split(markdown string, max int, measure func(string) int) []string {
 	if max < 40 {
 		max = 40 // room for a fence line and some text
@@ -55,36 +58,71 @@ func splitRunes(s string, max int) []string {
 	var out []string
 	reopen := "" // the fence line to reopen the next piece with
 	for s != "" {
-		budget := max - utf8.RuneCountInString(reopen)
+		head := ""
 		if reopen != "" {
-			budget-- // the newline after the reopened fence line
+			head = reopen + "\n"
 		}
-		if utf8.RuneCountInString(s) <= budget {
-			out = append(out, joinReopen(reopen, s))
+		room := max - utf8.RuneCountInString(head)
+		if rest := closeFence(s, repairable(openFence(reopen, s), max)); utf8.RuneCountInString(rest) <= room {
+			out = append(out, head+rest)
 			break
 		}
-		// Reserve room for closing a fence we might cut inside of.
-		cut := cutPoint(s, budget-4)
-		piece := s[:cut]
-		open := openFence(reopen, piece)
-		text := joinReopen(reopen, strings.TrimRight(piece, "\n"))
-		if open != "" {
-			text += "\n" + fenceCloser(open)
+		// Cut, then cut shorter while the fence that must be closed at
+		// the cut does not fit.
+		var cut int
+		var text, open string
+		for want := room; ; {
+			cut = cutPoint(s, want)
+			piece := strings.TrimRight(s[:cut], "\n")
+			open = repairable(openFence(reopen, piece), max)
+			text = head + closeFence(piece, open)
+			over := utf8.RuneCountInString(text) - max
+			if over <= 0 || want <= 1 {
+				break
+			}
+			want -= over
 		}
 		if strings.TrimSpace(text) != "" {
 			out = append(out, text)
 		}
 		s = strings.TrimLeft(s[cut:], "\n")
-		reopen = open
+		reopen = reopenLine(open, max)
 	}
 	return out
 }
 
-func joinReopen(reopen, s string) string {
-	if reopen == "" {
-		return s
+// repairable returns open, the fence line left open at a cut, unless its
+// marker is too long to close and reopen within max (absurd fences of
+// max/4 or more backticks are cut like text).
+func repairable(open string, max int) string {
+	if open == "" || utf8.RuneCountInString(fenceMarker(open))+1 > max/4 {
+		return ""
 	}
-	return reopen + "\n" + s
+	return open
+}
+
+// reopenLine is the line that reopens fence open in the next piece: the
+// opening line itself, or when that is long (more than max/4 runes) its
+// marker and language only, or the marker alone. So a long info string is
+// not repeated in every piece, leaving room for little else.
+func reopenLine(open string, max int) string {
+	if utf8.RuneCountInString(open) <= max/4 {
+		return open
+	}
+	marker := fenceMarker(open)
+	if lang := strings.Fields(open[len(marker):]); len(lang) > 0 && utf8.RuneCountInString(marker+lang[0]) <= max/4 {
+		return marker + lang[0]
+	}
+	return marker
+}
+
+// closeFence appends the closing line of fence open to piece ("" leaves it
+// as it is).
+func closeFence(piece, open string) string {
+	if open == "" {
+		return piece
+	}
+	return strings.TrimRight(piece, "\n") + "\n" + fenceMarker(open)
 }
 
 // cutPoint returns a byte index ≤ the index of rune number max in s where
@@ -158,5 +196,3 @@ func fenceMarker(line string) string {
 	}
 	return line[:n]
 }
-
-func fenceCloser(open string) string { return fenceMarker(open) }

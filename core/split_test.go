@@ -114,6 +114,7 @@ func FuzzSplit(f *testing.F) {
 	f.Add("hello\n\n```go\ncode\n```\n", 50)
 	f.Add(strings.Repeat("x", 500), 45)
 	f.Add("~~~\n"+strings.Repeat("line\n", 40)+"~~~", 60)
+	f.Add("~~~"+strings.Repeat("0", 64), 66) // an open fence whose line is longer than a piece
 	f.Fuzz(func(t *testing.T, s string, max int) {
 		if max < 40 || max > 5000 || !utf8.ValidString(s) {
 			return
@@ -126,9 +127,68 @@ func FuzzSplit(f *testing.F) {
 			if !utf8.ValidString(p) {
 				t.Fatalf("piece %d is not valid UTF-8", i)
 			}
-			if len(pieces) > 1 && openFence("", p) != "" {
+			if len(pieces) > 1 && openFence("", p) != "" && !hugeFence(s, max) {
 				t.Fatalf("piece %d leaves a fence open: %q", i, p)
 			}
 		}
+		if !keepsText(s, pieces) {
+			t.Fatalf("text lost: %q became %q", s, pieces)
+		}
 	})
+}
+
+// hugeFence reports whether s has a fence marker too long for Split to
+// close and reopen within max (max/4 backticks or more).
+func hugeFence(s string, max int) bool {
+	for line := range strings.SplitSeq(s, "\n") {
+		if m := fenceMarker(strings.TrimLeft(line, " ")); m != "" && repairable(m, max) == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// keepsText reports whether every rune of s other than white space is in
+// pieces, in order (Split adds fence lines and drops only white space).
+func keepsText(s string, pieces []string) bool {
+	got := []rune(strings.Join(strings.Fields(strings.Join(pieces, "\n")), ""))
+	for _, r := range strings.Join(strings.Fields(s), "") {
+		for len(got) > 0 && got[0] != r {
+			got = got[1:]
+		}
+		if len(got) == 0 {
+			return false
+		}
+		got = got[1:]
+	}
+	return true
+}
+
+func TestSplitLongFenceLinesStayWithinTheLimit(t *testing.T) {
+	for _, text := range []string{
+		// An info string too long to repeat in every piece.
+		"```go " + strings.Repeat("i", 300) + "\n" + strings.Repeat("fmt.Println(x)\n", 60) + "```",
+		// A marker longer than the 4 runes reserved for closing.
+		strings.Repeat("`", 12) + "\n" + strings.Repeat("x", 400) + "\n" + strings.Repeat("`", 12),
+		// A fence the text leaves open.
+		"~~~" + strings.Repeat("0", 64),
+	} {
+		for _, max := range []int{66, 100, 200} {
+			pieces := Split(text, max, nil)
+			if len(pieces) > 2*utf8.RuneCountInString(text)/max+2 {
+				t.Errorf("max %d: %d pieces for %d runes", max, len(pieces), utf8.RuneCountInString(text))
+			}
+			for i, p := range pieces {
+				if n := utf8.RuneCountInString(p); n > max {
+					t.Errorf("max %d: piece %d has %d runes", max, i, n)
+				}
+				if len(pieces) > 1 && openFence("", p) != "" {
+					t.Errorf("max %d: piece %d leaves a fence open: %q", max, i, p)
+				}
+			}
+			if !keepsText(text, pieces) {
+				t.Errorf("max %d: text lost: %q", max, pieces)
+			}
+		}
+	}
 }
