@@ -95,6 +95,10 @@ func newApp(cfg core.Config, log *slog.Logger) (*app, error) {
 		return nil, err
 	}
 	scope, _ := core.ParseScope(cfg.SessionScope)
+	queueDepth := cfg.QueueDepth
+	if queueDepth == 0 {
+		queueDepth = -1 // queue_depth: 0 means none may wait; core's 0 is its default
+	}
 	d, err := core.NewDispatcher(core.Options{
 		Engines:       engines,
 		DefaultEngine: cfg.Engine,
@@ -106,7 +110,7 @@ func newApp(cfg core.Config, log *slog.Logger) (*app, error) {
 		Allow:         cfg.Access.Allow,
 		Timeout:       cfg.Timeout,
 		MaxConcurrent: cfg.MaxConcurrent,
-		QueueDepth:    cfg.QueueDepth,
+		QueueDepth:    queueDepth,
 		Logger:        log,
 	})
 	if err != nil {
