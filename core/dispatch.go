@@ -328,6 +328,13 @@ func (d *Dispatcher) refuse(ctx context.Context, m Message, log *slog.Logger) {
 		log.Info("unauthorized user ignored")
 		return
 	}
+	if len(d.refused) >= 1000 { // forget old refusals, so strangers cannot grow the map forever
+		for w, at := range d.refused {
+			if now.Sub(at) >= refusalEvery {
+				delete(d.refused, w)
+			}
+		}
+	}
 	d.refused[who] = now
 	d.mu.Unlock()
 	log.Warn("unauthorized user refused")
