@@ -24,8 +24,8 @@ func TestAnswerStreamsByEdits(t *testing.T) {
 		return len(texts) == 1 && len(texts[0]) == 300
 	})
 	h.stop()
-	if got := h.rec.texts()[0]; strings.Trim(got, "x") != "" && len(strings.TrimSpace(got)) != 300 {
-		t.Errorf("final text = %q", got)
+	if got := h.rec.texts()[0]; got != strings.Repeat("x", 300) {
+		t.Errorf("final text = %q, want 300 x", got)
 	}
 	h.rec.mu.Lock()
 	edits := h.rec.edits
@@ -42,6 +42,9 @@ func TestLongAnswerContinuesWithFencesIntact(t *testing.T) {
 	h.rec.waitText("a test for it as well.")
 	h.stop()
 	texts := h.rec.texts()
+	if len(texts) < 2 {
+		t.Fatalf("a %d-rune limit did not continue the answer in a new message: %d messages", chatLimits.MaxLen, len(texts))
+	}
 	for i, text := range texts {
 		if strings.Count(text, "```")%2 != 0 {
 			t.Errorf("message %d leaves a code fence open:\n%s", i, text)
