@@ -36,8 +36,11 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return errors.Join(errors.New("nothing to serve: no platform has a token and http.listen is empty"), a.close())
 	}
 
-	// Adapters stop taking messages when ctx ends (SIGINT/SIGTERM); their
-	// Send and Edit keep working while a.close lets running turns finish.
+	// Adapters stop taking messages when ctx ends (SIGINT/SIGTERM, or one
+	// platform failing for good); their Send and Edit keep working while
+	// a.close lets running turns finish.
+	ctx, stopPlatforms := context.WithCancel(ctx)
+	defer stopPlatforms()
 	var wg sync.WaitGroup
 	failed := make(chan error, len(adapters))
 	for _, ad := range adapters {
@@ -58,6 +61,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	case runErr = <-failed:
 		log.Error("platform failed; shutting down", "err", runErr)
 	}
+	stopPlatforms()
 	closeErr := a.close()
 	wg.Wait()
 	return errors.Join(runErr, closeErr)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/golem-chat/golem/adapters/telegram/telegramtest"
+	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/engine/enginetest"
 )
 
@@ -111,4 +113,40 @@ func hasText(msgs []telegramtest.Message, substr string) bool {
 		}
 	}
 	return false
+}
+
+// broken is a platform whose connection fails for good at once.
+type broken struct{ core.Adapter }
+
+func (broken) Platform() string { return "broken" }
+func (broken) Start(context.Context, core.Handler) error {
+	return errors.New("connection refused for good")
+}
+
+// TestServeStopsWhenAPlatformFails: a platform failing for good shuts the
+// bot down with an error instead of leaving it waiting on the others.
+func TestServeStopsWhenAPlatformFails(t *testing.T) {
+	saved := remotePlatforms
+	t.Cleanup(func() { remotePlatforms = saved })
+	remotePlatforms = append(remotePlatforms[:len(remotePlatforms):len(remotePlatforms)], remotePlatform{name: "broken",
+		build: func(*app) (core.Adapter, error) { return broken{}, nil }})
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bot.yaml")
+	config := "workspace: ./ws\nstore: ./golem.db\nskills: \"\"\nhttp: {listen: \"127.0.0.1:0\"}\n"
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	exited := make(chan int, 1)
+	go func() {
+		exited <- run(context.Background(), []string{"serve", "--config", path}, nil, &stderr, &stderr)
+	}()
+	select {
+	case code := <-exited:
+		if code != 1 || !strings.Contains(stderr.String(), "connection refused for good") {
+			t.Errorf("bot serve exited %d; log:\n%s", code, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("bot serve kept running after a platform failed; log:\n%s", stderr.String())
+	}
 }
