@@ -299,10 +299,9 @@ func (r *Reply) postActivity(ctx context.Context, tools []string) {
 	if len(lines) > maxActivityLines {
 		lines = append(lines[:maxActivityLines:maxActivityLines], fmt.Sprintf("_… and %d more_", len(tools)-maxActivityLines))
 	}
-	body := strings.Join(lines, "\n")
-	if utf8.RuneCountInString(body) > r.lim.MaxLen {
-		body = Split(body, r.lim.MaxLen, r.measure)[0]
-	}
+	// Cut to one message as the adapter measures it (Telegram's rendered
+	// length can pass the limit while the runes do not).
+	body := Split(strings.Join(lines, "\n"), r.lim.MaxLen, r.measure)[0]
 	r.lastActivity = time.Now()
 	if err := r.a.SendActivity(ctx, r.anchor(), body); err != nil {
 		r.log.Warn("post tool activity", "err", err)
