@@ -326,7 +326,9 @@ func (r *Reply) finish(ctx context.Context, text, notice string, tools []string)
 	final := text
 	if notice != "" {
 		if final != "" {
-			final += "\n\n"
+			// A notice inside a code block the answer left open would
+			// show as code: close the block first.
+			final = closeFence(final, openFence("", final)) + "\n\n"
 		}
 		final += notice
 	}

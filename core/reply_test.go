@@ -59,3 +59,14 @@ func TestSlowEditsBuildNoBacklog(t *testing.T) {
 		t.Errorf("%d edits for text that came during one slow edit, want at most 2 (no backlog)", a.edits)
 	}
 }
+
+func TestNoticeAfterAnOpenCodeBlockIsNotCode(t *testing.T) {
+	rec := newRecorder(t, core.Limits{MaxLen: 4000})
+	r := core.NewReply(context.Background(), rec, core.Place{Channel: "C1"}, discardLogger(), nil)
+	r.Add(parser.Event{Type: parser.Text, Content: "Here:\n\n```go\nx := 1\n"})
+	r.Finish(core.Notice(parser.Event{Type: parser.Error, Message: "stopped"}, time.Minute))
+	want := "Here:\n\n```go\nx := 1\n```\n\n⏹️ _Stopped._"
+	if got := rec.texts(); len(got) != 1 || got[0] != want {
+		t.Errorf("messages = %q, want %q", got, want)
+	}
+}
