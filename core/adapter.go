@@ -154,10 +154,13 @@ type LatestEditor interface {
 // in private chats). While the answer fits in one message the streamer
 // calls Draft with the text so far, no more often than MinEditInterval,
 // and posts tool activity as replies to the user's message; when the turn
-// ends it posts the final text with Send. An error from Draft (drafts off,
-// not possible in this chat) makes the streamer edit messages as usual for
-// the rest of the turn.
+// ends it posts the final text with Send. CanDraft says up front whether
+// drafts apply at a place (turned on, a private chat), so that a turn
+// whose first event is a tool call knows where its activity goes; an error
+// from Draft still makes the streamer edit messages as usual for the rest
+// of the turn.
 type Drafter interface {
+	CanDraft(to Place) bool
 	Draft(ctx context.Context, to Place, text string) error
 }
 

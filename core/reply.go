@@ -73,7 +73,7 @@ func NewReply(ctx context.Context, a Adapter, place Place, log *slog.Logger, onA
 	if m, ok := a.(Measurer); ok {
 		r.measure = m.Measure
 	}
-	if d, ok := a.(Drafter); ok && place.ReplyTo != "" {
+	if d, ok := a.(Drafter); ok && place.ReplyTo != "" && d.CanDraft(place) {
 		r.drafter = d
 	}
 	if r.lim.MaxLen <= 0 {

@@ -131,8 +131,7 @@ var ErrNoDrafts = errors.New("telegram: drafts are off or not possible in this c
 // core.Drafter: the reply streamer drafts while an answer fits in one
 // message, then posts the final text with Send.
 func (a *Adapter) Draft(ctx context.Context, to core.Place, markdown string) error {
-	chat, err := parseID(to.Channel)
-	if !a.opts.Drafts || err != nil || chat < 0 {
+	if !a.CanDraft(to) {
 		return ErrNoDrafts
 	}
 	draftID := to.ReplyTo
@@ -147,13 +146,20 @@ func (a *Adapter) Draft(ctx context.Context, to core.Place, markdown string) err
 	if err := a.budgets.global.wait(ctx, prioEdit); err != nil {
 		return fmt.Errorf("telegram: sendMessageDraft: %w", err)
 	}
-	_, err = a.do(ctx, "sendMessageDraft", p)
+	_, err := a.do(ctx, "sendMessageDraft", p)
 	if isParseError(err) {
 		p["text"] = r.Plain
 		delete(p, "parse_mode")
 		_, err = a.do(ctx, "sendMessageDraft", p)
 	}
 	return err
+}
+
+// CanDraft implements core.Drafter: drafts are on (Options.Drafts) and to
+// is a private chat.
+func (a *Adapter) CanDraft(to core.Place) bool {
+	chat, err := parseID(to.Channel)
+	return a.opts.Drafts && err == nil && chat > 0
 }
 
 // typingEvery repeats the typing action; Telegram shows it for about 5s.
