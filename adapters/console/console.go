@@ -80,10 +80,6 @@ func (c *Console) Limits() core.Limits {
 // cancellation the goroutine reading in stays blocked until the next line
 // or the end of the input.
 func (c *Console) Start(ctx context.Context, h core.Handler) error {
-	type line struct {
-		text string
-		err  error
-	}
 	lines := make(chan line)
 	go func() {
 		defer close(lines)
@@ -104,6 +100,7 @@ func (c *Console) Start(ctx context.Context, h core.Handler) error {
 	}()
 
 	var pending strings.Builder // lines continued with a trailing backslash
+	var typedAhead []line       // lines typed while an answer streamed
 	for {
 		if pending.Len() == 0 {
 			c.write(prompt, false)
@@ -111,10 +108,16 @@ func (c *Console) Start(ctx context.Context, h core.Handler) error {
 			c.write(continuation, false)
 		}
 		var l line
-		var open bool
-		select {
-		case <-ctx.Done():
-		case l, open = <-lines:
+		open := true
+		if len(typedAhead) > 0 {
+			// The terminal echoed it when it was typed.
+			l, typedAhead = typedAhead[0], typedAhead[1:]
+		} else {
+			select {
+			case <-ctx.Done():
+				open = false
+			case l, open = <-lines:
+			}
 		}
 		if !open { // ctx is done (the reader closes lines only then)
 			c.newline()
@@ -133,7 +136,9 @@ func (c *Console) Start(ctx context.Context, h core.Handler) error {
 			return nil
 		case text != "":
 			c.inputEnded()
-			if !c.turn(ctx, h, text) {
+			ok, ahead := c.turn(ctx, h, text, lines)
+			typedAhead = append(typedAhead, ahead...)
+			if !ok {
 				c.newline()
 				return nil
 			}
@@ -148,9 +153,52 @@ func (c *Console) Start(ctx context.Context, h core.Handler) error {
 	}
 }
 
-// turn sends one message and prints its events until the terminal one. It
-// reports false when ctx ended first.
-func (c *Console) turn(ctx context.Context, h core.Handler, text string) bool {
+// line is one line of input, or the error that ended the input.
+type line struct {
+	text string
+	err  error
+}
+
+// turn sends one message and prints its events until the terminal one. A
+// "/stop" typed meanwhile is sent at once; other lines typed meanwhile are
+// returned, to be taken after the answer. It reports false when ctx ended
+// first.
+func (c *Console) turn(ctx context.Context, h core.Handler, text string, lines <-chan line) (bool, []line) {
+	var ahead []line
+	q := c.send(ctx, h, text)
+	for {
+		select {
+		case <-ctx.Done():
+			q.Close()
+			return false, ahead
+		case l, open := <-lines:
+			switch {
+			case !open:
+				lines = nil
+			case strings.TrimSpace(l.text) == "/stop":
+				c.send(ctx, h, "/stop").Close() // the answer's own stream shows it stopped
+			default:
+				ahead = append(ahead, l)
+				if l.err != nil {
+					lines = nil // the reader is done
+				}
+			}
+		case <-q.Ready():
+		}
+		for _, ev := range q.Take() {
+			c.print(ev)
+			if ev.Terminal() {
+				q.Close()
+				c.write("\n", false)
+				return true, ahead
+			}
+		}
+	}
+}
+
+// send hands text to the dispatcher as the console user's message and
+// returns the queue its events arrive in.
+func (c *Console) send(ctx context.Context, h core.Handler, text string) *core.EventQueue {
 	q := core.NewEventQueue()
 	h.Handle(ctx, core.Message{
 		Platform: "console",
@@ -165,22 +213,7 @@ func (c *Console) turn(ctx context.Context, h core.Handler, text string) bool {
 		DM:       true,
 		Sink:     q.Push,
 	})
-	for {
-		select {
-		case <-ctx.Done():
-			q.Close()
-			return false
-		case <-q.Ready():
-		}
-		for _, ev := range q.Take() {
-			c.print(ev)
-			if ev.Terminal() {
-				q.Close()
-				c.write("\n", false)
-				return true
-			}
-		}
-	}
+	return q
 }
 
 // print renders one event.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -222,4 +223,55 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestStopWhileAnswering types /stop while an answer streams: it reaches
+// the dispatcher at once (not after the answer), and a line typed meanwhile
+// is taken after the answer ends.
+func TestStopWhileAnswering(t *testing.T) {
+	var mu sync.Mutex
+	var running func(parser.Event)
+	var got []string
+	h := fakeHandler{handle: func(_ context.Context, m core.Message) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, m.Text)
+		switch m.Text {
+		case "long job":
+			running = m.Sink
+			m.Sink(text("partial"))
+		case "/stop":
+			m.Sink(text("Stopping."))
+			m.Sink(done())
+			running(fail("stopped"))
+		default:
+			m.Sink(text("echo: " + m.Text))
+			m.Sink(done())
+		}
+	}}
+	pr, pw := io.Pipe()
+	var out syncBuffer
+	ended := make(chan error, 1)
+	go func() { ended <- New(pr, &out, Options{}).Start(context.Background(), h) }()
+	if _, err := io.WriteString(pw, "long job\nafter\n/stop\n"); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Fatalf("Start = %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the console did not end; output:\n%s", out.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"long job", "/stop", "after"}; !slices.Equal(got, want) {
+		t.Errorf("messages in the order %q, want %q", got, want)
+	}
+	s := out.String()
+	if !strings.Contains(s, "partial") || !strings.Contains(s, "stopped") || !strings.Contains(s, "echo: after") {
+		t.Errorf("output:\n%s", s)
+	}
 }
