@@ -171,7 +171,9 @@ func BenchmarkHeapPerTurn(b *testing.B) {
 			d.Handle(context.Background(), core.Message{Platform: "bench", Channel: "C" + strconv.Itoa(i), User: "u", Text: "hi", ID: "1"})
 		}
 		started.Wait()
-		time.Sleep(50 * time.Millisecond) // let the first posts land
+		for sig.n.Load() < turns { // every answer's first post has landed
+			runtime.Gosched()
+		}
 		runtime.GC()
 		var during runtime.MemStats
 		runtime.ReadMemStats(&during)
