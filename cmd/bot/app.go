@@ -131,10 +131,10 @@ func (a *app) inbox() core.Inbox {
 	return core.Inbox{Dir: filepath.Join(a.workspace, "inbox"), MaxBytes: a.cfg.MaxUpload}
 }
 
-// close lets running turns finish (up to shutdownGrace), then stops them,
-// and closes the store.
+// close lets running turns finish (up to shutdownGrace, or until a second
+// signal), then stops them, and closes the store.
 func (a *app) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	ctx, cancel := context.WithTimeout(hurry, shutdownGrace)
 	defer cancel()
 	err := a.d.Close(ctx)
 	return errors.Join(err, a.store.Close())

@@ -31,12 +31,23 @@ Usage:
 Run "bot COMMAND -h" for a command's flags.
 `
 
+// hurry is cancelled by a second SIGINT/SIGTERM: shutdown then stops the
+// running answers at once (killing their agents) instead of waiting for
+// them. A third signal kills golem outright.
+var hurry, hurryUp = context.WithCancel(context.Background())
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
 		<-ctx.Done()
-		stop() // the first signal shuts down gracefully; a second one kills
+		second := make(chan os.Signal, 1)
+		signal.Notify(second, os.Interrupt, syscall.SIGTERM) // before stop: no gap
+		stop()
+		<-second
+		signal.Stop(second)
+		fmt.Fprintln(os.Stderr, "bot: stopping running answers now; a third signal kills")
+		hurryUp()
 	}()
 	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
