@@ -98,3 +98,14 @@ type StateStore interface {
 }
 
 var _ StateStore = (*store.Store)(nil)
+
+// NotSaved is the note an adapter adds to a message's text for an
+// attachment it could not save (err from its download or Inbox.Save), so
+// that the agent and the user learn of it instead of losing it silently.
+func NotSaved(name string, err error) string {
+	reason := "it could not be downloaded"
+	if errors.Is(err, ErrTooLarge) {
+		reason = "it is too large"
+	}
+	return fmt.Sprintf("(The attachment %q was not saved: %s.)", name, reason)
+}

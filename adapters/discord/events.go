@@ -209,11 +209,7 @@ func (a *Adapter) attach(m *core.Message, atts []*discordgo.MessageAttachment) {
 		}
 		if err != nil {
 			a.log.Warn("attachment not saved", "size", att.Size, "limit", limit, "err", err)
-			reason := "it could not be downloaded"
-			if errors.Is(err, core.ErrTooLarge) {
-				reason = "it is too large"
-			}
-			notes = append(notes, fmt.Sprintf("(The attachment %q was not saved: %s.)", att.Filename, reason))
+			notes = append(notes, core.NotSaved(att.Filename, err))
 			continue
 		}
 		m.Attachments = append(m.Attachments, saved)

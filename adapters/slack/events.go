@@ -226,11 +226,7 @@ func (a *Adapter) attach(ctx context.Context, m *core.Message, files []slackapi.
 		att, err := a.download(ctx, f)
 		if err != nil {
 			a.log.Warn("slack: download an attachment", "file", f.ID, "err", err)
-			reason := "it could not be downloaded"
-			if errors.Is(err, core.ErrTooLarge) {
-				reason = "it is too large"
-			}
-			notes = append(notes, fmt.Sprintf("(The attachment %q was not saved: %s.)", f.Name, reason))
+			notes = append(notes, core.NotSaved(f.Name, err))
 			continue
 		}
 		m.Attachments = append(m.Attachments, att)

@@ -3,7 +3,6 @@ package telegram
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -162,11 +161,7 @@ func (a *Adapter) attachments(ctx context.Context, msg *tgbotapi.Message) ([]cor
 		att, err := a.download(ctx, f.id, f.name, f.size)
 		if err != nil {
 			a.log.Warn("telegram: attachment not saved", "err", err)
-			reason := "it could not be downloaded"
-			if errors.Is(err, core.ErrTooLarge) {
-				reason = "it is too large"
-			}
-			notes = append(notes, fmt.Sprintf("[The attached file %q was not saved: %s.]", f.name, reason))
+			notes = append(notes, core.NotSaved(f.name, err))
 			continue
 		}
 		out = append(out, att)
