@@ -61,30 +61,18 @@ type Message struct {
 // Ref is the message's own reference.
 func (m Message) Ref() MessageRef { return MessageRef{Channel: m.Channel, Thread: m.Thread, ID: m.ID} }
 
-// Dialect names the markup an adapter renders from the agent's Markdown.
-type Dialect string
-
-const (
-	DialectMarkdown     Dialect = "markdown" // CommonMark as the agent wrote it (HTTP, console)
-	DialectSlackMrkdwn  Dialect = "slack-mrkdwn"
-	DialectTelegramHTML Dialect = "telegram-html"
-	DialectDiscord      Dialect = "discord-markdown"
-)
-
-// Limits are what the reply streamer must respect for one adapter.
+// Limits are what the reply streamer must respect for one Poster.
 type Limits struct {
-	// MaxLen is the longest message, counted by Measure when the adapter
-	// implements Measurer, in runes of the Markdown otherwise.
+	// MaxLen is the longest message, in the unit of the Poster's Measure.
 	MaxLen int
 	// MinEditInterval is the shortest time between two edits of one
-	// message. Adapters that share a budget across messages (Slack's
+	// message. Posters that share a budget across messages (Slack's
 	// workspace-wide chat.update tier) also block in Edit; the streamer
 	// coalesces meanwhile, so a slow Edit never builds a backlog.
 	MinEditInterval time.Duration
 	// MinPostInterval is the shortest time between two new messages in one
 	// conversation (tool activity is batched to respect it).
 	MinPostInterval time.Duration
-	Dialect         Dialect
 }
 
 // Place is where an answer goes: the conversation's channel and thread, and
@@ -106,20 +94,38 @@ type Handler interface {
 	Handle(ctx context.Context, m Message)
 }
 
-// Adapter connects one chat platform. Text given to Send, Edit and
-// SendActivity is the agent's Markdown (or core's notices, also Markdown);
-// the adapter renders its dialect, neutralizes mass and user mentions, and
-// retries on rate limits itself (honouring Retry-After). Send, Edit and
-// SendActivity are called concurrently for different conversations, and
-// for one conversation from one goroutine at a time.
-type Adapter interface {
-	// Platform is the adapter's name, the prefix of conversation keys and
+// Source is where messages come from: one chat platform, the terminal, the
+// HTTP API. Every Source is registered with the dispatcher; the answers to
+// its messages go to the Poster it also is, or, for a Source that is not a
+// Poster (the HTTP API), to each message's Sink.
+type Source interface {
+	// Platform is the source's name, the prefix of conversation keys and
 	// of allowlist entries ("slack", "telegram", ...).
 	Platform() string
 	// Start connects and delivers messages to h until ctx is cancelled or
 	// the connection fails for good. It returns nil after a clean stop.
 	Start(ctx context.Context, h Handler) error
+}
+
+// Poster is a place that posts and edits messages: what the reply streamer
+// and the dispatcher's short answers write to. Text given to Send, Edit and
+// SendActivity is the agent's Markdown (or core's notices, also Markdown);
+// the Poster renders its dialect, neutralizes mass and user mentions, and
+// retries on rate limits itself (honouring Retry-After). Its methods are
+// called concurrently for different conversations, and for one
+// conversation from one goroutine at a time.
+//
+// Optional capabilities (LatestEditor, Drafter, Typist, PrivateReplier, and
+// the ones later features add) are separate one-method interfaces that core
+// finds with a type assertion, so a new one needs no change to a Poster
+// that does not offer it.
+type Poster interface {
 	Limits() Limits
+	// Measure returns the length of markdown once rendered, in the unit
+	// Limits.MaxLen counts (Telegram counts UTF-16 units of the visible
+	// text after HTML entity parsing, Slack and Discord runes of their
+	// dialect).
+	Measure(markdown string) int
 	// Send posts a new message and returns its reference.
 	Send(ctx context.Context, to Place, text string) (MessageRef, error)
 	// Edit replaces the text of a message posted by Send.
@@ -130,12 +136,10 @@ type Adapter interface {
 	SendActivity(ctx context.Context, answer MessageRef, text string) error
 }
 
-// Measurer is implemented by adapters whose length limit applies to the
-// rendered text (Telegram's 4,096 characters after HTML entity parsing):
-// Measure returns the length of markdown once rendered, in the unit MaxLen
-// counts.
-type Measurer interface {
-	Measure(markdown string) int
+// Adapter is a chat platform: a Source whose answers are posted back to it.
+type Adapter interface {
+	Source
+	Poster
 }
 
 // LatestEditor is implemented by adapters whose edits wait for a budget

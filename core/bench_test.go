@@ -57,6 +57,7 @@ type signal struct {
 func (s *signal) Platform() string                                { return "bench" }
 func (s *signal) Start(ctx context.Context, _ core.Handler) error { <-ctx.Done(); return nil }
 func (s *signal) Limits() core.Limits                             { return s.limits }
+func (s *signal) Measure(markdown string) int                     { return len(markdown) }
 func (s *signal) Send(_ context.Context, to core.Place, _ string) (core.MessageRef, error) {
 	s.hit()
 	return core.MessageRef{Channel: to.Channel, ID: strconv.FormatInt(s.id.Add(1), 10)}, nil

@@ -32,10 +32,15 @@ type Options struct {
 	// Channels overrides engine, model or workdir per "platform:channel".
 	Channels  map[string]ChannelConfig
 	Store     *store.Store
-	Workspace string        // absolute; the agent's working directory
-	Scope     Scope         // default ScopeChannel
-	Allow     []string      // "platform:user", "platform:*" or "*"; console and http are always allowed
-	Timeout   time.Duration // per turn; default 10m
+	Workspace string   // absolute; the agent's working directory
+	Scope     Scope    // default ScopeChannel
+	Allow     []string // "platform:user", "platform:*" or "*"
+	// Trusted names the platforms whose every user may talk to the bot
+	// without being in Allow: the ones that are already behind the
+	// operator's own door (the terminal, the HTTP API on loopback or behind
+	// its token). cmd/bot decides; core names no platform.
+	Trusted []string
+	Timeout time.Duration // per turn; default 10m
 	// MaxConcurrent bounds turns running at once; default 8.
 	MaxConcurrent int
 	// QueueDepth bounds waiting messages per conversation; default 5,
@@ -59,7 +64,7 @@ type Dispatcher struct {
 	stopLife context.CancelFunc
 
 	mu          sync.Mutex
-	adapters    map[string]Adapter
+	posters     map[string]Poster // by platform; a Source that is not a Poster answers through Sinks
 	convs       map[string]*conversation
 	refused     map[string]time.Time
 	interrupted []store.InFlight
@@ -121,22 +126,27 @@ func NewDispatcher(opts Options) (*Dispatcher, error) {
 		slots:       make(chan struct{}, opts.MaxConcurrent),
 		life:        life,
 		stopLife:    stop,
-		adapters:    map[string]Adapter{},
+		posters:     map[string]Poster{},
 		convs:       map[string]*conversation{},
 		refused:     map[string]time.Time{},
 		interrupted: interrupted,
 	}, nil
 }
 
-// Register makes a the route for replies to messages of its platform, and
-// posts the notices of turns on that platform that a restart interrupted.
-// Call before a.Start.
-func (d *Dispatcher) Register(a Adapter) {
+// Register makes src a source of messages. When src is also a Poster it is
+// the route for replies to messages of its platform, and the notices of
+// turns on that platform that a restart interrupted are posted to it; a
+// Source that is not a Poster answers only through each message's Sink, so
+// its interrupted turns are just forgotten. Call before src.Start.
+func (d *Dispatcher) Register(src Source) {
+	p, posts := src.(Poster)
 	d.mu.Lock()
-	d.adapters[a.Platform()] = a
+	if posts {
+		d.posters[src.Platform()] = p
+	}
 	var mine []store.InFlight
 	d.interrupted = slices.DeleteFunc(d.interrupted, func(t store.InFlight) bool {
-		if t.Platform == a.Platform() {
+		if t.Platform == src.Platform() {
 			mine = append(mine, t)
 			return true
 		}
@@ -146,16 +156,23 @@ func (d *Dispatcher) Register(a Adapter) {
 	if len(mine) == 0 {
 		return
 	}
+	if !posts {
+		for _, t := range mine {
+			d.log.Info("interrupted turn had no open stream to tell", "platform", t.Platform, "conversation", t.Key)
+			d.endTurn(t.ID)
+		}
+		return
+	}
 	d.workers.Add(1)
 	go func() {
 		defer d.workers.Done()
 		for _, t := range mine {
-			d.noticeInterrupted(a, t)
+			d.noticeInterrupted(p, t)
 		}
 	}()
 }
 
-func (d *Dispatcher) noticeInterrupted(a Adapter, t store.InFlight) {
+func (d *Dispatcher) noticeInterrupted(a Poster, t store.InFlight) {
 	const text = "⚠️ _golem restarted while answering this, so the answer is incomplete. Send your message again to continue; the conversation's session is kept._"
 	place := Place{Channel: t.Channel, Thread: t.Thread, ReplyTo: t.ReplyTo}
 	if t.AnswerID != "" {
@@ -307,7 +324,7 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 }
 
 func (d *Dispatcher) allowed(m Message) bool {
-	if m.Platform == "console" || m.Platform == "http" {
+	if slices.Contains(d.opts.Trusted, m.Platform) {
 		return true
 	}
 	for _, a := range d.opts.Allow {
@@ -354,9 +371,9 @@ func (d *Dispatcher) answer(ctx context.Context, m Message, text string, isErr b
 		}
 		return
 	}
-	a := d.adapter(m.Platform)
+	a := d.poster(m.Platform)
 	if a == nil {
-		d.log.Error("no adapter registered", "platform", m.Platform)
+		d.log.Error("no poster registered and no sink to answer on", "platform", m.Platform)
 		return
 	}
 	if p, ok := a.(PrivateReplier); ok {
@@ -370,10 +387,11 @@ func (d *Dispatcher) answer(ctx context.Context, m Message, text string, isErr b
 	}
 }
 
-func (d *Dispatcher) adapter(platform string) Adapter {
+// poster is where answers to messages of platform are posted, or nil.
+func (d *Dispatcher) poster(platform string) Poster {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.adapters[platform]
+	return d.posters[platform]
 }
 
 // place is where the answer to m goes.

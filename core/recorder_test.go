@@ -58,6 +58,7 @@ var _ core.Adapter = (*recorder)(nil)
 func (r *recorder) Platform() string                                { return "rec" }
 func (r *recorder) Start(ctx context.Context, _ core.Handler) error { <-ctx.Done(); return nil }
 func (r *recorder) Limits() core.Limits                             { return r.limits }
+func (r *recorder) Measure(markdown string) int                     { return utf8.RuneCountInString(markdown) }
 
 func (r *recorder) Send(_ context.Context, to core.Place, text string) (core.MessageRef, error) {
 	r.mu.Lock()

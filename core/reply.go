@@ -30,10 +30,9 @@ const maxActivityLines = 15
 // happen on the Reply's own goroutine, one at a time, so a slow platform
 // delays only this answer and never queues stale edits.
 type Reply struct {
-	a        Adapter
+	a        Poster
 	place    Place
 	lim      Limits
-	measure  func(string) int
 	log      *slog.Logger
 	onAnswer func(MessageRef) // called once, on the pump, when the answer exists
 
@@ -64,14 +63,11 @@ type sentMessage struct {
 // platform call (it is the dispatcher's life, not the turn's: a stopped turn
 // still gets its final text). onAnswer, if not nil, learns the answer
 // message once it is posted.
-func NewReply(ctx context.Context, a Adapter, place Place, log *slog.Logger, onAnswer func(MessageRef)) *Reply {
+func NewReply(ctx context.Context, a Poster, place Place, log *slog.Logger, onAnswer func(MessageRef)) *Reply {
 	r := &Reply{
 		a: a, place: place, lim: a.Limits(), log: log, onAnswer: onAnswer,
 		wake: make(chan struct{}, 1),
 		done: make(chan struct{}),
-	}
-	if m, ok := a.(Measurer); ok {
-		r.measure = m.Measure
 	}
 	if d, ok := a.(Drafter); ok && place.ReplyTo != "" && d.CanDraft(place) {
 		r.drafter = d
@@ -186,7 +182,7 @@ func (r *Reply) flushText(ctx context.Context, text string) time.Duration {
 	if text == "" {
 		return 0
 	}
-	chunks := Split(text, r.lim.MaxLen, r.measure)
+	chunks := Split(text, r.lim.MaxLen, r.a.Measure)
 	if r.drafter != nil {
 		if len(chunks) == 1 {
 			return r.flushDraft(ctx, chunks[0])
@@ -248,7 +244,7 @@ func (r *Reply) editLatest(ctx context.Context, le LatestEditor, i int) {
 		r.mu.Lock()
 		text := r.text.String()
 		r.mu.Unlock()
-		chunks := Split(text, r.lim.MaxLen, r.measure)
+		chunks := Split(text, r.lim.MaxLen, r.a.Measure)
 		sent = chunks[min(i, len(chunks)-1)]
 		return sent
 	})
@@ -301,7 +297,7 @@ func (r *Reply) postActivity(ctx context.Context, tools []string) {
 	}
 	// Cut to one message as the adapter measures it (Telegram's rendered
 	// length can pass the limit while the runes do not).
-	body := Split(strings.Join(lines, "\n"), r.lim.MaxLen, r.measure)[0]
+	body := Split(strings.Join(lines, "\n"), r.lim.MaxLen, r.a.Measure)[0]
 	r.lastActivity = time.Now()
 	if err := r.a.SendActivity(ctx, r.anchor(), body); err != nil {
 		r.log.Warn("post tool activity", "err", err)
@@ -335,7 +331,7 @@ func (r *Reply) finish(ctx context.Context, text, notice string, tools []string)
 	if final == "" {
 		final = "✅ _Done._"
 	}
-	for i, chunk := range Split(final, r.lim.MaxLen, r.measure) {
+	for i, chunk := range Split(final, r.lim.MaxLen, r.a.Measure) {
 		for attempt := 0; attempt < 3 && ctx.Err() == nil; attempt++ {
 			if i >= len(r.msgs) {
 				if r.send(ctx, chunk) {

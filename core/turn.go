@@ -140,9 +140,9 @@ func (d *Dispatcher) output(m Message, key string, log *slog.Logger) turnOutput 
 			close:  func() {},
 		}
 	}
-	a := d.adapter(m.Platform)
+	a := d.poster(m.Platform)
 	if a == nil {
-		log.Error("no adapter registered")
+		log.Error("no poster registered and no sink to answer on")
 		return turnOutput{add: func(parser.Event) {}, finish: func(parser.Event, time.Duration) {}, close: func() {}}
 	}
 	place := d.place(m)

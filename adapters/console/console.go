@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/parser"
@@ -38,8 +39,8 @@ type Options struct {
 }
 
 // Console is the terminal chat. It implements core.Adapter with platform
-// "console": answers to its messages arrive through their sinks; Send,
-// Edit and SendActivity print notices (such as an interrupted turn's).
+// "console": answers to its messages arrive through their sinks; as a
+// Poster it prints what comes without one (an interrupted turn's notice).
 type Console struct {
 	in   io.Reader
 	opts Options
@@ -65,11 +66,6 @@ func New(in io.Reader, out io.Writer, opts Options) *Console {
 
 // Platform returns "console".
 func (c *Console) Platform() string { return "console" }
-
-// Limits: a terminal has no length limit or edit budget worth naming.
-func (c *Console) Limits() core.Limits {
-	return core.Limits{MaxLen: 1 << 20, Dialect: core.DialectMarkdown}
-}
 
 // Start reads lines and hands each to h as a message (a line ending in a
 // backslash continues on the next one), then prints what the
@@ -242,6 +238,12 @@ func (c *Console) print(ev parser.Event) {
 		}
 	}
 }
+
+// Limits: a terminal has no length limit or edit budget worth naming.
+func (c *Console) Limits() core.Limits { return core.Limits{MaxLen: 1 << 20} }
+
+// Measure counts runes: the terminal prints the Markdown as it is.
+func (c *Console) Measure(markdown string) int { return utf8.RuneCountInString(markdown) }
 
 // Send prints a notice that is not part of an answer (an interrupted
 // turn's, for example) on its own line.

@@ -202,7 +202,7 @@ func TestNoticesPrintOnTheirOwnLine(t *testing.T) {
 	if out.String() != want {
 		t.Errorf("output %q, want %q", out.String(), want)
 	}
-	if c.Platform() != "console" || c.Limits().Dialect != core.DialectMarkdown {
+	if c.Platform() != "console" || c.Limits().MaxLen < 1<<20 || c.Measure("héllo") != 5 {
 		t.Errorf("Platform %q Limits %+v", c.Platform(), c.Limits())
 	}
 }

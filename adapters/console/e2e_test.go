@@ -31,6 +31,7 @@ func TestEndToEnd(t *testing.T) {
 		DefaultEngine: "claude-code",
 		Store:         st,
 		Workspace:     dir,
+		Trusted:       []string{"console"},
 		Logger:        log,
 	})
 	if err != nil {

@@ -74,7 +74,6 @@ type Adapter struct {
 
 var (
 	_ core.Adapter        = (*Adapter)(nil)
-	_ core.Measurer       = (*Adapter)(nil)
 	_ core.Typist         = (*Adapter)(nil)
 	_ core.PrivateReplier = (*Adapter)(nil)
 )
@@ -192,11 +191,10 @@ func (a *Adapter) Limits() core.Limits {
 		MaxLen:          MaxLen,
 		MinEditInterval: time.Second,
 		MinPostInterval: 2 * time.Second,
-		Dialect:         core.DialectDiscord,
 	}
 }
 
-// Measure implements core.Measurer: the rendered length in characters.
+// Measure implements core.Poster: the rendered length in characters.
 func (a *Adapter) Measure(markdown string) int { return Measure(markdown) }
 
 // Start connects to the gateway, registers the slash commands and delivers

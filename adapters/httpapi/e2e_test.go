@@ -32,6 +32,7 @@ func serveDispatcher(t *testing.T) string {
 		DefaultEngine: "claude-code",
 		Store:         st,
 		Workspace:     dir,
+		Trusted:       []string{"http"},
 		Logger:        log,
 	})
 	if err != nil {

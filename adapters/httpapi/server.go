@@ -68,10 +68,9 @@ type Options struct {
 	Logger        *slog.Logger
 }
 
-// Server is the HTTP adapter. It implements core.Adapter with platform
-// "http"; replies to its messages go to the requests' event streams, so
-// Send, Edit and SendActivity only see notices with no open request and
-// drop them.
+// Server is the HTTP adapter: a core.Source with platform "http". It is
+// not a core.Poster: replies to its messages go to the requests' event
+// streams through each message's Sink.
 type Server struct {
 	opts      Options
 	log       *slog.Logger
@@ -82,7 +81,7 @@ type Server struct {
 	heartbeat time.Duration // between keep-alive comments of a quiet stream
 }
 
-var _ core.Adapter = (*Server)(nil)
+var _ core.Source = (*Server)(nil)
 
 // New validates opts and returns a server; nothing listens until Start.
 // It fails with ErrInsecureListen for a non-loopback address (including
@@ -134,31 +133,6 @@ func loopbackHost(host string) bool {
 
 // Platform returns "http".
 func (s *Server) Platform() string { return "http" }
-
-// Limits are generous: the streams carry raw events, and core's reply
-// streamer only meets this adapter for notices.
-func (s *Server) Limits() core.Limits {
-	return core.Limits{MaxLen: 1 << 20, Dialect: core.DialectMarkdown}
-}
-
-// Send drops a notice that has no open request to go to (such as "your
-// previous turn was interrupted" after a restart) and returns a zero ref.
-func (s *Server) Send(_ context.Context, to core.Place, text string) (core.MessageRef, error) {
-	s.log.Debug("http: dropping a notice with no open request", "channel", to.Channel, "len", len(text))
-	return core.MessageRef{}, nil
-}
-
-// Edit drops the edit, like Send.
-func (s *Server) Edit(_ context.Context, msg core.MessageRef, text string) error {
-	s.log.Debug("http: dropping an edit with no open request", "channel", msg.Channel, "len", len(text))
-	return nil
-}
-
-// SendActivity drops the activity, like Send.
-func (s *Server) SendActivity(_ context.Context, answer core.MessageRef, text string) error {
-	s.log.Debug("http: dropping activity with no open request", "channel", answer.Channel, "len", len(text))
-	return nil
-}
 
 // Start listens (or takes opts.Listener) and serves until ctx is done, then
 // shuts down gracefully: it stops accepting, waits up to ShutdownGrace for

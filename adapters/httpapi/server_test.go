@@ -340,24 +340,3 @@ func TestStartFailsWhenAddressIsTaken(t *testing.T) {
 		t.Errorf("Start on a taken address: %v", err)
 	}
 }
-
-func TestNoticesWithoutRequestAreDropped(t *testing.T) {
-	s, err := New(Options{Listen: "127.0.0.1:0", Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	ref, err := s.Send(ctx, core.Place{Channel: "c"}, "your previous turn was interrupted")
-	if err != nil || ref != (core.MessageRef{}) {
-		t.Errorf("Send = %+v, %v", ref, err)
-	}
-	if err := s.Edit(ctx, core.MessageRef{Channel: "c"}, "x"); err != nil {
-		t.Errorf("Edit: %v", err)
-	}
-	if err := s.SendActivity(ctx, core.MessageRef{Channel: "c"}, "x"); err != nil {
-		t.Errorf("SendActivity: %v", err)
-	}
-	if s.Platform() != "http" || s.Limits().Dialect != core.DialectMarkdown {
-		t.Errorf("Platform %q, Limits %+v", s.Platform(), s.Limits())
-	}
-}

@@ -80,7 +80,6 @@ type Adapter struct {
 
 var (
 	_ core.Adapter      = (*Adapter)(nil)
-	_ core.Measurer     = (*Adapter)(nil)
 	_ core.Typist       = (*Adapter)(nil)
 	_ core.LatestEditor = (*Adapter)(nil)
 )
@@ -144,8 +143,7 @@ func (a *Adapter) Platform() string { return "slack" }
 // Limits are Slack's: answers under 4,000 characters of mrkdwn, an edit a
 // second per message at most, and a post a second per channel.
 func (a *Adapter) Limits() core.Limits {
-	return core.Limits{MaxLen: 3900, MinEditInterval: time.Second, MinPostInterval: time.Second,
-		Dialect: core.DialectSlackMrkdwn}
+	return core.Limits{MaxLen: 3900, MinEditInterval: time.Second, MinPostInterval: time.Second}
 }
 
 // Measure is the length of markdown once rendered as mrkdwn, in runes.

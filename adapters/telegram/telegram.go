@@ -71,10 +71,9 @@ type Adapter struct {
 }
 
 var (
-	_ core.Adapter  = (*Adapter)(nil)
-	_ core.Measurer = (*Adapter)(nil)
-	_ core.Typist   = (*Adapter)(nil)
-	_ core.Drafter  = (*Adapter)(nil)
+	_ core.Adapter = (*Adapter)(nil)
+	_ core.Typist  = (*Adapter)(nil)
+	_ core.Drafter = (*Adapter)(nil)
 )
 
 // ErrUnauthorized means Telegram refused the bot token.
@@ -127,7 +126,6 @@ func (a *Adapter) Limits() core.Limits {
 		MaxLen:          4096,
 		MinEditInterval: time.Second,
 		MinPostInterval: time.Second,
-		Dialect:         core.DialectTelegramHTML,
 	}
 }
 

@@ -108,6 +108,9 @@ func newApp(cfg core.Config, log *slog.Logger) (*app, error) {
 		Workspace:     workspace,
 		Scope:         scope,
 		Allow:         cfg.Access.Allow,
+		// The terminal is the operator's own; the HTTP API listens on
+		// loopback or behind its token (config validation insists).
+		Trusted:       []string{"console", "http"},
 		Timeout:       cfg.Timeout,
 		MaxConcurrent: cfg.MaxConcurrent,
 		QueueDepth:    queueDepth,

@@ -69,8 +69,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 
 // platforms builds an adapter for every configured platform; one whose
 // token is empty is off (said once in the log).
-func (a *app) platforms() ([]core.Adapter, error) {
-	var out []core.Adapter
+func (a *app) platforms() ([]core.Source, error) {
+	var out []core.Source
 	if a.cfg.HTTP.Listen != "" {
 		srv, err := httpapi.New(httpapi.Options{Listen: a.cfg.HTTP.Listen, Token: a.cfg.HTTP.Token, Logger: a.log})
 		if err != nil {
