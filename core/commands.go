@@ -95,7 +95,7 @@ func (d *Dispatcher) stop(key Key) string {
 	d.mu.Unlock()
 	for _, m := range dropped {
 		if m.Sink != nil {
-			m.Sink(parser.Event{Type: parser.Error, Message: "stopped"})
+			m.Sink(parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped})
 		}
 	}
 	if len(dropped) > 0 {

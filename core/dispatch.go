@@ -267,15 +267,20 @@ func (d *Dispatcher) work(c *conversation) {
 			d.runTurn(ctx, c, m, gen)
 			<-d.slots
 		case <-ctx.Done(): // stopped while waiting for a slot
-			d.finishUnstarted(m, "stopped")
+			d.finishUnstarted(m, parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped})
 		}
 		stop()
 	}
 }
 
-// finishUnstarted tells a message's sender that its turn never ran.
-func (d *Dispatcher) finishUnstarted(m Message, why string) {
-	d.answer(d.life, m, Notice(parser.Event{Type: parser.Error, Message: why}, d.opts.Timeout), true)
+// finishUnstarted tells a message's sender that its turn never ran: a
+// Sink gets end itself, a platform its Notice.
+func (d *Dispatcher) finishUnstarted(m Message, end parser.Event) {
+	if m.Sink != nil {
+		m.Sink(end)
+		return
+	}
+	d.answer(d.life, m, Notice(end, d.opts.Timeout), true)
 }
 
 // Close stops taking messages, lets running turns finish until ctx is
@@ -294,7 +299,8 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 		go func() {
 			defer d.workers.Done()
 			for _, m := range dropped {
-				d.answer(d.life, m, "golem is shutting down; this message was not run. Send it again later.", true)
+				d.finishUnstarted(m, parser.Event{Type: parser.Error, Reason: parser.Interrupted,
+					Message: "golem is shutting down; this message was not run. Send it again later."})
 			}
 		}()
 	}

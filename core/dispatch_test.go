@@ -134,6 +134,26 @@ func TestEngineCrashThenNextTurnWorks(t *testing.T) {
 	h.rec.waitText("echo: again")
 }
 
+// TestCLIErrorWordedLikeAnOutcome: a CLI whose own error message is
+// "stopped" or "timed out" failed; the answer says so, not that it was
+// stopped or timed out.
+func TestCLIErrorWordedLikeAnOutcome(t *testing.T) {
+	h := newHarness(t, chatLimits, nil)
+	h.say("alice", "!error stopped")
+	h.rec.waitText("⚠️ **Error:** stopped")
+	h.say("alice", "!error timed out")
+	h.rec.waitText("⚠️ **Error:** timed out")
+	h.stop()
+	if all := h.rec.all(); strings.Contains(all, "Stopped.") || strings.Contains(all, "Timed out after") {
+		t.Errorf("a CLI error was shown as golem's stop or timeout:\n%s", all)
+	}
+	h.start()
+	q := h.sinkMessage("!error stopped")
+	if ev := terminal(t, q); ev.Type != parser.Error || ev.Message != "stopped" || ev.Reason != parser.Failed {
+		t.Errorf("the stream ended with %+v, want the CLI's error \"stopped\" (reason Failed)", ev)
+	}
+}
+
 func TestRedeliveredEventIsAnsweredOnce(t *testing.T) {
 	h := newHarness(t, chatLimits, nil)
 	m := core.Message{Platform: "rec", Channel: "C1", User: "alice", Text: "once", ID: "x1", EventID: "ev-1"}
@@ -308,13 +328,33 @@ func terminal(t *testing.T, q *core.EventQueue) parser.Event {
 	}
 }
 
+// TestShutdownEndsTheStreamsOfWaitingMessages: a message still waiting at
+// shutdown never runs; its stream ends "interrupted" with golem's words.
+func TestShutdownEndsTheStreamsOfWaitingMessages(t *testing.T) {
+	h := newHarness(t, chatLimits, nil)
+	h.say("alice", "!hang")
+	waitChild(t, h.log)
+	waiting := h.sinkMessage("second")
+	h.say("alice", "/status")
+	h.rec.waitText("1 waiting")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := h.d.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ev := terminal(t, waiting)
+	if ev.Type != parser.Error || ev.Reason != parser.Interrupted || !strings.Contains(ev.Message, "shutting down") {
+		t.Errorf("the waiting message's stream ended with %+v, want it interrupted by the shutdown", ev)
+	}
+}
+
 func TestStopEndsTheStreamsOfDroppedMessages(t *testing.T) {
 	h := newHarness(t, chatLimits, nil)
 	h.say("alice", "!hang")
 	waitChild(t, h.log)
 	waiting := h.sinkMessage("second")
 	h.say("alice", "/stop")
-	if ev := terminal(t, waiting); ev.Type != parser.Error || ev.Message != "stopped" {
+	if ev := terminal(t, waiting); ev.Type != parser.Error || ev.Message != "stopped" || ev.Reason != parser.Stopped {
 		t.Errorf("the dropped message's stream ended with %+v, want the error \"stopped\"", ev)
 	}
 }
@@ -331,6 +371,8 @@ func TestCloseAnswersWaitingMessagesBeforeReturning(t *testing.T) {
 	h.say("alice", "!hang")
 	waitChild(t, h.log)
 	waiting := h.sinkMessage("second")
+	h.say("alice", "/status")
+	h.rec.waitText("1 waiting")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // stop the running turn at once
 	if err := h.d.Close(ctx); err != nil {

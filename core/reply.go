@@ -117,16 +117,21 @@ func (r *Reply) Finish(notice string) {
 	<-r.done
 }
 
-// Notice returns the line appended to an answer that ended with ev.
+// Notice returns the line appended to an answer that ended with ev. It
+// branches on ev.Reason, never on the message: a CLI's own error reads
+// "⚠️ **Error:** ..." whatever it says. An interrupted turn's message is
+// golem's own notice and is returned as it is.
 func Notice(ev parser.Event, timeout time.Duration) string {
 	if ev.Type == parser.Done {
 		return ""
 	}
-	switch ev.Message {
-	case "stopped":
+	switch ev.Reason {
+	case parser.Stopped:
 		return "⏹️ _Stopped._"
-	case "timed out":
+	case parser.TimedOut:
 		return fmt.Sprintf("⏱️ _Timed out after %s; the agent was stopped._", timeout)
+	case parser.Interrupted:
+		return ev.Message
 	}
 	return "⚠️ **Error:** " + ev.Message
 }

@@ -64,9 +64,33 @@ func TestNoticeAfterAnOpenCodeBlockIsNotCode(t *testing.T) {
 	rec := newRecorder(t, core.Limits{MaxLen: 4000})
 	r := core.NewReply(context.Background(), rec, core.Place{Channel: "C1"}, discardLogger(), nil)
 	r.Add(parser.Event{Type: parser.Text, Content: "Here:\n\n```go\nx := 1\n"})
-	r.Finish(core.Notice(parser.Event{Type: parser.Error, Message: "stopped"}, time.Minute))
+	r.Finish(core.Notice(parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped}, time.Minute))
 	want := "Here:\n\n```go\nx := 1\n```\n\n⏹️ _Stopped._"
 	if got := rec.texts(); len(got) != 1 || got[0] != want {
 		t.Errorf("messages = %q, want %q", got, want)
+	}
+}
+
+// TestNotice: the notice follows the terminal event's reason, never its
+// text.
+func TestNotice(t *testing.T) {
+	cases := []struct {
+		ev   parser.Event
+		want string
+	}{
+		{parser.Event{Type: parser.Done}, ""},
+		{parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped}, "⏹️ _Stopped._"},
+		{parser.Event{Type: parser.Error, Message: "timed out", Reason: parser.TimedOut}, "⏱️ _Timed out after 1m0s; the agent was stopped._"},
+		{parser.Event{Type: parser.Error, Message: "the agent ended without a result: exit code 3", Reason: parser.Crashed},
+			"⚠️ **Error:** the agent ended without a result: exit code 3"},
+		{parser.Event{Type: parser.Error, Message: "golem is shutting down", Reason: parser.Interrupted}, "golem is shutting down"},
+		// The CLI's own errors, worded like golem's outcomes.
+		{parser.Event{Type: parser.Error, Message: "stopped"}, "⚠️ **Error:** stopped"},
+		{parser.Event{Type: parser.Error, Message: "timed out"}, "⚠️ **Error:** timed out"},
+	}
+	for _, c := range cases {
+		if got := core.Notice(c.ev, time.Minute); got != c.want {
+			t.Errorf("Notice(%+v) = %q, want %q", c.ev, got, c.want)
+		}
 	}
 }

@@ -66,12 +66,12 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	turnCtx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
 	defer cancel()
 	start := time.Now()
-	terminal := parser.Event{Type: parser.Error, Message: "the agent did not answer"}
+	terminal := parser.Event{Type: parser.Error, Message: "the agent did not answer", Reason: parser.Crashed}
 	run, err := eng.Run(turnCtx, engine.Turn{
 		Prompt: prompt, SessionID: conv.SessionID, Model: set.model, Workdir: set.workdir, Files: files,
 	})
 	if err != nil {
-		terminal.Message = err.Error()
+		terminal = parser.Event{Type: parser.Error, Message: err.Error(), Reason: parser.Failed}
 	} else {
 		for ev := range run.Events() {
 			switch {
@@ -107,15 +107,13 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	log.Info("turn ended", "engine", set.engine, "outcome", outcome(terminal), "duration_ms", time.Since(start).Milliseconds())
 }
 
+// outcome names how a turn ended, for logs (and metrics): "done", or the
+// terminal error's reason ("error", "crashed", "stopped", "timed_out").
 func outcome(ev parser.Event) string {
 	if ev.Type == parser.Done {
 		return "done"
 	}
-	switch ev.Message {
-	case "stopped", "timed out":
-		return ev.Message
-	}
-	return "error"
+	return ev.Reason.String()
 }
 
 func (d *Dispatcher) sameGeneration(c *conversation, gen int) bool {

@@ -12,10 +12,13 @@
 // events end with exactly one terminal event:
 //
 //   - the CLI's own done or error (a non-zero exit after a done is still done);
-//   - "the agent ended without a result: exit code N; stderr: ..." when the
-//     process ends without one;
-//   - "stopped" when ctx is cancelled, "timed out" when its deadline passes
-//     (or its cancel cause wraps context.DeadlineExceeded). The CLI's process
+//     the error's parser.Reason is parser.Failed;
+//   - "the agent ended without a result: exit code N; stderr: ..." (reason
+//     parser.Crashed) when the process ends without one;
+//   - "stopped" (parser.Stopped) when ctx is cancelled, "timed out"
+//     (parser.TimedOut) when its deadline passes (or its cancel cause wraps
+//     context.DeadlineExceeded). Callers branch on the reason, never on the
+//     text. The CLI's process
 //     group and every process below it (Claude Code runs tool commands in
 //     sessions of their own) get SIGTERM, then SIGKILL after two seconds;
 //     the terminal event comes after they exited or were sent SIGKILL.
@@ -108,8 +111,9 @@ type Engine interface {
 	// Run starts the CLI for t. A returned error means nothing was started
 	// (e.g. ErrNotInstalled); otherwise the Run's events end with exactly one
 	// terminal event, whatever the process does. Cancelling ctx kills the
-	// whole process group and ends the run with the error "stopped"; a
-	// deadline on ctx ends it with "timed out".
+	// whole process group and ends the run with the error "stopped"
+	// (parser.Stopped); a deadline on ctx ends it with "timed out"
+	// (parser.TimedOut).
 	Run(ctx context.Context, t Turn) (*Run, error)
 	// Lookup returns the path of the CLI that Run would start, or an error
 	// wrapping ErrNotInstalled that says how to install it. Run looks the

@@ -106,7 +106,7 @@ func (c *cli) loop(ctx context.Context, r *Run, path string, t Turn, key string,
 		}
 	}
 	if ctx.Err() != nil && final.Type != parser.Done {
-		final = parser.Event{Type: parser.Error, Message: stopMessage(ctx)}
+		final = stopEvent(ctx)
 	}
 	r.finish(ctx, final)
 }
@@ -118,12 +118,14 @@ func resumeFailure(msg string) bool {
 	return strings.Contains(m, "resume") || strings.Contains(m, "session")
 }
 
-// stopMessage is the terminal error of a run whose ctx is done.
-func stopMessage(ctx context.Context) string {
+// stopEvent is the terminal error of a run whose ctx is done: TimedOut
+// when its deadline passed (or its cause wraps context.DeadlineExceeded),
+// Stopped otherwise.
+func stopEvent(ctx context.Context) parser.Event {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
-		return "timed out"
+		return parser.Event{Type: parser.Error, Message: "timed out", Reason: parser.TimedOut}
 	}
-	return "stopped"
+	return parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped}
 }
 
 // process is one started CLI process.
@@ -298,7 +300,7 @@ wait:
 	case parsed != nil:
 		final = *parsed
 	case ctx.Err() != nil:
-		final = parser.Event{Type: parser.Error, Message: stopMessage(ctx)}
+		final = stopEvent(ctx)
 	default:
 		if s := tail.String(); s != "" {
 			reason += "; stderr: " + s

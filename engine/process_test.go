@@ -31,6 +31,7 @@ func TestOutcomes(t *testing.T) {
 		text      string
 		exactText bool
 		errWords  []string
+		reason    parser.Reason // of the terminal error
 	}{
 		{name: "echo", prompt: "hello there", terminal: parser.Done, text: "echo: hello there", exactText: true},
 		{name: "16 MiB line", prompt: fmt.Sprintf("!huge %d", mib16), terminal: parser.Done, text: strings.Repeat("h", mib16), exactText: true},
@@ -38,11 +39,14 @@ func TestOutcomes(t *testing.T) {
 		{name: "garbage lines skipped", prompt: "!garbage\nstill here", terminal: parser.Done, text: "echo: still here", exactText: true},
 		{name: "many deltas", prompt: "!text 5000", terminal: parser.Done, text: strings.Repeat("the quick brown fox jumps over the lazy dog ", 200)[:5000], exactText: true},
 		{name: "fence", prompt: "!fence", terminal: parser.Done, text: "```go\npackage main"},
-		{name: "crash", prompt: "!crash 3", terminal: parser.Error,
+		{name: "crash", prompt: "!crash 3", terminal: parser.Error, reason: parser.Crashed,
 			errWords: []string{"without a result", "exit code 3", "fake agent: something went badly wrong\nfake agent: crashing with exit code 3"}},
-		{name: "exit without result", prompt: "!stderr last words\n!no-result", terminal: parser.Error,
+		{name: "exit without result", prompt: "!stderr last words\n!no-result", terminal: parser.Error, reason: parser.Crashed,
 			errWords: []string{"without a result", "exit code 0", "last words"}},
 		{name: "error result", prompt: "!error the model is overloaded", terminal: parser.Error, errWords: []string{"the model is overloaded"}},
+		// The CLI's own error worded like golem's outcomes is still the CLI's error.
+		{name: "error result \"stopped\"", prompt: "!error stopped", terminal: parser.Error, errWords: []string{"stopped"}},
+		{name: "error result \"timed out\"", prompt: "!error timed out", terminal: parser.Error, errWords: []string{"timed out"}},
 		{name: "non-zero exit after done", prompt: "!exit 4\nfine", terminal: parser.Done, text: "echo: fine", exactText: true},
 	}
 	for _, name := range []string{"claude-code", "cursor"} {
@@ -63,6 +67,9 @@ func TestOutcomes(t *testing.T) {
 					if !strings.Contains(end.Message, w) {
 						t.Errorf("error %q does not say %q", end.Message, w)
 					}
+				}
+				if end.Reason != tc.reason {
+					t.Errorf("terminal reason = %q, want %q", end.Reason, tc.reason)
 				}
 				if end.Type == parser.Done && end.SessionID == "" {
 					t.Errorf("done without a session id: %+v", end)
@@ -163,7 +170,7 @@ func TestStopKillsGroup(t *testing.T) {
 			}
 			cancel()
 			events := collect(t, r)
-			if end := lastEvent(events); end.Type != parser.Error || end.Message != "stopped" {
+			if end := lastEvent(events); end.Type != parser.Error || end.Message != "stopped" || end.Reason != parser.Stopped {
 				t.Errorf("terminal = %+v, want error stopped", end)
 			}
 			waitGone(t, "the agent", inv.PID)
@@ -182,7 +189,7 @@ func TestTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	events := collect(t, r)
-	if end := lastEvent(events); end.Type != parser.Error || end.Message != "timed out" {
+	if end := lastEvent(events); end.Type != parser.Error || end.Message != "timed out" || end.Reason != parser.TimedOut {
 		t.Errorf("terminal = %+v, want error timed out", end)
 	}
 	inv := enginetest.ReadLog(t, logPath)[0]

@@ -33,6 +33,39 @@ const (
 	PermissionRequest Type = "permission_request"
 )
 
+// Reason says why a run ended with an Error event. Code branches on it,
+// never on the error's text: a CLI whose own error message is "stopped"
+// still failed. The names are the "reason" field of the JSON shape and fit
+// the outcome label of metrics (done, error, stopped, timed_out,
+// interrupted), crashed being a kind of error.
+type Reason string
+
+const (
+	// Failed is the zero value: the CLI reported the error itself (an
+	// error result line), or golem could not start it or refused the
+	// message. Parsers' error events carry it without saying so.
+	Failed Reason = ""
+	// Crashed: the CLI's output ended without a result line (the process
+	// died, or exited without saying how it went).
+	Crashed Reason = "crashed"
+	// Stopped: the run was cancelled (/stop, a shutdown), or a message
+	// was stopped before its turn began.
+	Stopped Reason = "stopped"
+	// TimedOut: the turn's time limit passed and the agent was stopped.
+	TimedOut Reason = "timed_out"
+	// Interrupted: golem shut down or restarted before the turn ran or
+	// finished.
+	Interrupted Reason = "interrupted"
+)
+
+// String returns the reason's name, "error" for Failed.
+func (r Reason) String() string {
+	if r == Failed {
+		return "error"
+	}
+	return string(r)
+}
+
 // Event is one normalized event. Which fields are meaningful depends on Type:
 //
 //	text:        Content
@@ -40,7 +73,7 @@ const (
 //	tool_result: ID, Content, IsError
 //	warning:     Message
 //	done:        SessionID, DurationMS?, CostUSD?, NumTurns?
-//	error:       Message
+//	error:       Message, Reason?
 //
 // Optional numbers are pointers: a zero duration is a value, nil is absent.
 type Event struct {
@@ -55,6 +88,9 @@ type Event struct {
 	DurationMS *int64
 	CostUSD    *float64
 	NumTurns   *int
+	// Reason is why an Error event ended the run; Failed (the zero value)
+	// for the CLI's own error. Message is what to show; never branch on it.
+	Reason Reason
 
 	// SessionReset is set on the warning an engine emits when it could not
 	// resume the stored session and started a new one: the caller must
@@ -94,8 +130,13 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		str("content", e.Content)
 		b = append(b, `,"is_error":`...)
 		b = strconv.AppendBool(b, e.IsError)
-	case Warning, Error:
+	case Warning:
 		str("message", e.Message)
+	case Error:
+		str("message", e.Message)
+		if e.Reason != Failed {
+			str("reason", string(e.Reason))
+		}
 	case Done:
 		str("session_id", e.SessionID)
 		if e.DurationMS != nil {

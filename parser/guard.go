@@ -35,26 +35,27 @@ func (g *Guard) Parse(line []byte) []Event {
 func (g *Guard) Ended() bool { return g.ended }
 
 // Finish is called when the output has ended. If no terminal event was
-// delivered, it returns the error event that ends the run, "the agent ended
-// without a result", followed by ": " and reason when reason is not empty
-// (e.g. "exit status 1; stderr: ..."), and true. Otherwise it returns false.
-func (g *Guard) Finish(reason string) (Event, bool) {
+// delivered, it returns the error event that ends the run, with the reason
+// Crashed and the message "the agent ended without a result", followed by
+// ": " and detail when detail is not empty (e.g. "exit status 1; stderr:
+// ..."), and true. Otherwise it returns false.
+func (g *Guard) Finish(detail string) (Event, bool) {
 	msg := "the agent ended without a result"
-	if reason != "" {
-		msg += ": " + reason
+	if detail != "" {
+		msg += ": " + detail
 	}
-	return g.Abort(msg)
+	return g.Abort(Crashed, msg)
 }
 
-// Abort ends the run with an error event whose message is exactly message
-// (e.g. "stopped", "timed out") and returns it with true, unless a terminal
-// event was already delivered, in which case it returns false.
-func (g *Guard) Abort(message string) (Event, bool) {
+// Abort ends the run with an error event of reason and message (e.g.
+// Stopped, "stopped") and returns it with true, unless a terminal event was
+// already delivered, in which case it returns false.
+func (g *Guard) Abort(reason Reason, message string) (Event, bool) {
 	if g.ended {
 		return Event{}, false
 	}
 	g.ended = true
-	return Event{Type: Error, Message: message}, true
+	return Event{Type: Error, Message: message, Reason: reason}, true
 }
 
 // Guard is itself a Parser, so it can stand wherever one is expected.

@@ -29,8 +29,8 @@ func TestGuard(t *testing.T) {
 		{"done ends the run", [][]Event{{text}, {done}, {text}}, "", []Event{text, done}},
 		{"events after the terminal one in the same line are dropped", [][]Event{{text, fail, text, done}}, "", []Event{text, fail}},
 		{"no terminal event: Finish adds the error", [][]Event{{text}, nil}, "exit status 1",
-			[]Event{text, {Type: Error, Message: "the agent ended without a result: exit status 1"}}},
-		{"no reason", nil, "", []Event{{Type: Error, Message: "the agent ended without a result"}}},
+			[]Event{text, {Type: Error, Message: "the agent ended without a result: exit status 1", Reason: Crashed}}},
+		{"no reason", nil, "", []Event{{Type: Error, Message: "the agent ended without a result", Reason: Crashed}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -49,14 +49,15 @@ func TestGuard(t *testing.T) {
 			if _, ok := g.Finish("again"); ok {
 				t.Error("a second Finish returned an event")
 			}
-			if _, ok := g.Abort("stopped"); ok {
+			if _, ok := g.Abort(Stopped, "stopped"); ok {
 				t.Error("Abort after the end returned an event")
 			}
 			if len(got) != len(c.want) {
 				t.Fatalf("got %+v, want %+v", got, c.want)
 			}
 			for i := range got {
-				if got[i].Type != c.want[i].Type || got[i].Message != c.want[i].Message || got[i].Content != c.want[i].Content {
+				if got[i].Type != c.want[i].Type || got[i].Message != c.want[i].Message || got[i].Content != c.want[i].Content ||
+					got[i].Reason != c.want[i].Reason {
 					t.Errorf("event %d: got %+v, want %+v", i, got[i], c.want[i])
 				}
 			}
@@ -67,11 +68,41 @@ func TestGuard(t *testing.T) {
 func TestGuardAbort(t *testing.T) {
 	g := NewGuard(NewClaudeCode())
 	g.Parse([]byte(`{"type":"assistant","message":{"content":[{"type":"text","text":"x"}]}}`))
-	e, ok := g.Abort("stopped")
-	if !ok || e.Type != Error || e.Message != "stopped" {
+	e, ok := g.Abort(Stopped, "stopped")
+	if !ok || e.Type != Error || e.Message != "stopped" || e.Reason != Stopped {
 		t.Fatalf("Abort = %+v, %v; want the error \"stopped\"", e, ok)
 	}
 	if ev := g.Parse([]byte(`{"type":"result","is_error":false}`)); ev != nil {
 		t.Errorf("Parse after Abort returned %+v", ev)
+	}
+}
+
+// TestReasonNotMessage: a CLI whose own error message is "stopped" failed;
+// it was not stopped, and the JSON says so by having no reason.
+func TestReasonNotMessage(t *testing.T) {
+	g := NewGuard(NewClaudeCode())
+	evs := g.Parse([]byte(`{"type":"result","subtype":"success","is_error":true,"result":"stopped"}`))
+	if len(evs) != 1 || evs[0].Type != Error || evs[0].Message != "stopped" || evs[0].Reason != Failed {
+		t.Fatalf("events = %+v, want the CLI's own error \"stopped\"", evs)
+	}
+	cases := []struct {
+		ev   Event
+		want string
+	}{
+		{evs[0], `{"type":"error","message":"stopped"}`},
+		{Event{Type: Error, Message: "stopped", Reason: Stopped}, `{"type":"error","message":"stopped","reason":"stopped"}`},
+		{Event{Type: Error, Message: "timed out", Reason: TimedOut}, `{"type":"error","message":"timed out","reason":"timed_out"}`},
+		{Event{Type: Error, Message: "x", Reason: Crashed}, `{"type":"error","message":"x","reason":"crashed"}`},
+		{Event{Type: Error, Message: "x", Reason: Interrupted}, `{"type":"error","message":"x","reason":"interrupted"}`},
+	}
+	for _, c := range cases {
+		if b, _ := c.ev.MarshalJSON(); string(b) != c.want {
+			t.Errorf("%+v marshals as %s, want %s", c.ev, b, c.want)
+		}
+	}
+	for r, want := range map[Reason]string{Failed: "error", Crashed: "crashed", Stopped: "stopped", TimedOut: "timed_out", Interrupted: "interrupted"} {
+		if r.String() != want {
+			t.Errorf("%q.String() = %q, want %q", string(r), r.String(), want)
+		}
 	}
 }

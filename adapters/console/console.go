@@ -228,10 +228,10 @@ func (c *Console) print(ev parser.Event) {
 	case parser.Done:
 		c.newline()
 	case parser.Error:
-		switch ev.Message {
-		case "stopped":
+		switch ev.Reason {
+		case parser.Stopped:
 			c.line("⏹️  stopped")
-		case "timed out":
+		case parser.TimedOut:
 			c.line("⏱️  timed out; the agent was stopped")
 		default:
 			c.line("❌ error: " + ev.Message)

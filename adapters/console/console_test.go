@@ -62,6 +62,9 @@ func done() parser.Event         { return parser.Event{Type: parser.Done, Sessio
 func fail(msg string) parser.Event {
 	return parser.Event{Type: parser.Error, Message: msg}
 }
+func stopped() parser.Event {
+	return parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped}
+}
 
 func TestTranscript(t *testing.T) {
 	h := &scripted{t: t, script: func(in string) []parser.Event {
@@ -79,15 +82,19 @@ func TestTranscript(t *testing.T) {
 		case "/status":
 			return []parser.Event{text("engine: claude-code, idle"), done()}
 		case "loop forever":
-			return []parser.Event{{Type: parser.Warning, Message: "session expired; started a new one"}, text("partial"), fail("stopped")}
+			return []parser.Event{{Type: parser.Warning, Message: "session expired; started a new one"}, text("partial"), stopped()}
 		case "two\n lines":
 			return []parser.Event{text("got two lines"), done()}
 		case "crash":
 			return []parser.Event{fail("the agent exited with status 2")}
+		case "too slow":
+			return []parser.Event{{Type: parser.Error, Message: "timed out", Reason: parser.TimedOut}}
+		case "cli says stopped": // the CLI's own error, worded like golem's outcome
+			return []parser.Event{fail("stopped")}
 		}
 		return []parser.Event{fail("unexpected " + in)}
 	}}
-	in := "list the files\n\n  /status  \nloop forever\ntwo\\\n lines\ncrash\n/quit\nnever read\n"
+	in := "list the files\n\n  /status  \nloop forever\ntwo\\\n lines\ncrash\ntoo slow\ncli says stopped\n/quit\nnever read\n"
 	var out bytes.Buffer
 	c := New(strings.NewReader(in), &out, Options{User: "ada", Conversation: "proj"})
 	if err := c.Start(context.Background(), h); err != nil {
@@ -104,6 +111,8 @@ func TestTranscript(t *testing.T) {
 		"> ⚠️  session expired; started a new one\npartial\n⏹️  stopped\n\n" +
 		"> . got two lines\n\n" +
 		"> ❌ error: the agent exited with status 2\n\n" +
+		"> ⏱️  timed out; the agent was stopped\n\n" +
+		"> ❌ error: stopped\n\n" +
 		"> "
 	if out.String() != want {
 		t.Errorf("transcript:\n%s\nwant:\n%s", out.String(), want)
@@ -115,7 +124,7 @@ func TestTranscript(t *testing.T) {
 			t.Errorf("message %+v", m)
 		}
 	}
-	if got := strings.Join(texts, "|"); got != "list the files|/status|loop forever|two\n lines|crash" {
+	if got := strings.Join(texts, "|"); got != "list the files|/status|loop forever|two\n lines|crash|too slow|cli says stopped" {
 		t.Errorf("messages %q", got)
 	}
 	if core.KeyFor(h.got[0], core.ScopeThread) != core.KeyFor(h.got[1], core.ScopeThread) {
@@ -243,7 +252,7 @@ func TestStopWhileAnswering(t *testing.T) {
 		case "/stop":
 			m.Sink(text("Stopping."))
 			m.Sink(done())
-			running(fail("stopped"))
+			running(stopped())
 		default:
 			m.Sink(text("echo: " + m.Text))
 			m.Sink(done())

@@ -71,6 +71,7 @@ type wireEvent struct {
 	Name      string          `json:"name"`
 	Args      json.RawMessage `json:"args"`
 	Message   string          `json:"message"`
+	Reason    string          `json:"reason"`
 	SessionID string          `json:"session_id"`
 }
 
@@ -168,7 +169,7 @@ func TestEndToEndStopAndDisconnect(t *testing.T) {
 		t.Errorf("/stop answered %+v", stop)
 	}
 	rest := decodeEvents(t, sse.readAll(t))
-	if end := rest[len(rest)-1]; end.Type != "error" || end.Message != "stopped" {
+	if end := rest[len(rest)-1]; end.Type != "error" || end.Message != "stopped" || end.Reason != "stopped" {
 		t.Errorf("the stopped turn ended with %+v", end)
 	}
 

@@ -23,6 +23,7 @@ import (
 //	/stop  answers at once (as core's commands do) and stops "slow"
 //	ping   "pong" and done
 //	fail   the error "the agent exited with status 2"
+//	cli says stopped  the CLI's own error "stopped" (no reason: not a stop)
 type pageAgent struct {
 	release chan struct{}
 
@@ -54,7 +55,7 @@ func (a *pageAgent) Handle(_ context.Context, m core.Message) {
 		go func() {
 			m.Sink(text("working"))
 			<-stop
-			m.Sink(parser.Event{Type: parser.Error, Message: "stopped"})
+			m.Sink(parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped})
 		}()
 	case "/stop":
 		if a.stop != nil {
@@ -68,6 +69,8 @@ func (a *pageAgent) Handle(_ context.Context, m core.Message) {
 	case "ping":
 		m.Sink(text("pong"))
 		m.Sink(parser.Event{Type: parser.Done})
+	case "cli says stopped": // the CLI's own error, worded like golem's outcome
+		m.Sink(parser.Event{Type: parser.Error, Message: "stopped"})
 	default:
 		m.Sink(parser.Event{Type: parser.Error, Message: "the agent exited with status 2"})
 	}
@@ -163,6 +166,9 @@ func TestPageChat(t *testing.T) {
 	tab.typeText("fail")
 	tab.pressEnter()
 	tab.waitFor("the error is shown", lastTurn+`.querySelector(".error[role=alert]")?.textContent === "Error: the agent exited with status 2"`)
+	tab.eval(`document.getElementById("prompt").value = "cli says stopped"; document.getElementById("send").click()`, nil)
+	tab.waitFor("the CLI's own \"stopped\" is shown as an error", lastTurn+`.querySelector(".you")?.textContent === "cli says stopped" && `+
+		lastTurn+`.querySelector(".error[role=alert]")?.textContent === "Error: stopped" && !`+lastTurn+`.querySelector(".notice")`)
 
 	if dir := os.Getenv("GOLEM_SCREENSHOT_DIR"); dir != "" {
 		tab.call("Emulation.setDeviceMetricsOverride", map[string]any{"width": 900, "height": 1100, "deviceScaleFactor": 1, "mobile": false}, nil)
@@ -182,7 +188,7 @@ func TestPageChat(t *testing.T) {
 	for _, m := range agent.messages() {
 		sent = append(sent, m.Text)
 	}
-	if got := strings.Join(sent, "|"); got != "hello|slow|/stop|fail" {
+	if got := strings.Join(sent, "|"); got != "hello|slow|/stop|fail|cli says stopped" {
 		t.Errorf("the page sent %q", got)
 	}
 	if errs := tab.exceptions(); len(errs) > 0 {

@@ -78,8 +78,8 @@ func TestEventsAlwaysEndsWithOneTerminalEvent(t *testing.T) {
 		name, engine, stdin string
 		last                string
 	}{
-		{"empty input", "cursor", "", `{"type":"error","message":"the agent ended without a result: the output ended before a result line"}`},
-		{"garbage", "claude-code", "\x00\xff garbage\n{not json\n", `{"type":"error","message":"the agent ended without a result: the output ended before a result line"}`},
+		{"empty input", "cursor", "", `{"type":"error","message":"the agent ended without a result: the output ended before a result line","reason":"crashed"}`},
+		{"garbage", "claude-code", "\x00\xff garbage\n{not json\n", `{"type":"error","message":"the agent ended without a result: the output ended before a result line","reason":"crashed"}`},
 		{"two results", "cursor", `{"type":"result","is_error":true,"result":"first"}` + "\n" + `{"type":"result","session_id":"x"}`, `{"type":"error","message":"first"}`},
 		{"default engine is claude-code", "", `{"type":"result","session_id":"x"}`, `{"type":"done","session_id":"x"}`},
 	}
@@ -122,7 +122,7 @@ func TestEventsReadErrorStillEndsTheOutput(t *testing.T) {
 		t.Fatalf("error %v, want it to wrap %v", err, boom)
 	}
 	want := `{"type":"text","content":"x"}
-{"type":"error","message":"the agent ended without a result: parser: read lines: disk on fire"}
+{"type":"error","message":"the agent ended without a result: parser: read lines: disk on fire","reason":"crashed"}
 `
 	if got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)

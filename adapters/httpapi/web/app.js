@@ -156,7 +156,7 @@
           }
           case 'error':
             ended = true;
-            if (ev.message === 'stopped') {
+            if (ev.reason === 'stopped') {
               textEl = null;
               add(el('div', 'notice', '⏹ Stopped.'));
             } else {
