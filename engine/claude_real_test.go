@@ -50,9 +50,14 @@ func newRealClaude(t *testing.T) *realClaude {
 // engine returns a Claude Code engine that runs the real CLI against
 // scenario, with the test's HOME.
 func (c *realClaude) newEngine(scenario string, cfg engine.Config) *engine.ClaudeCode {
-	cfg.Command = c.bin
-	cfg.Env = anthropictest.CLIVars(c.home, c.srv.BaseURL(scenario))
-	return engine.NewClaudeCode(cfg)
+	return c.newEngineWith(scenario, engine.ClaudeCodeSettings{Config: cfg})
+}
+
+// newEngineWith is newEngine with Claude Code's own settings too.
+func (c *realClaude) newEngineWith(scenario string, set engine.ClaudeCodeSettings) *engine.ClaudeCode {
+	set.Command = c.bin
+	set.Env = anthropictest.CLIVars(c.home, c.srv.BaseURL(scenario))
+	return set.ClaudeCode()
 }
 
 // run runs one turn to its end and returns all its events. It fails the
@@ -137,6 +142,7 @@ func TestClaudeRealPlainAnswer(t *testing.T) {
 	tests := []struct {
 		name      string
 		cfg       engine.Config
+		whole     bool   // partial_messages: false
 		model     string // Turn.Model
 		attach    bool   // attach a file from the workdir's inbox
 		prompt    string // default "Say hello."
@@ -144,7 +150,7 @@ func TestClaudeRealPlainAnswer(t *testing.T) {
 	}{
 		// Partial messages (the default) stream the text delta by delta.
 		{name: "partial messages", minPieces: 2},
-		{name: "whole messages", cfg: engine.Config{NoPartialMessages: true}, minPieces: 1},
+		{name: "whole messages", whole: true, minPieces: 1},
 		{name: "model and attachment", model: "claude-haiku-4-5", attach: true, minPieces: 2},
 		// Over Linux's 128 KiB argument limit the prompt goes on stdin.
 		{name: "prompt over 128 KiB", prompt: strings.Repeat("word ", 40<<10) + "Say hello.", minPieces: 2},
@@ -167,7 +173,9 @@ func TestClaudeRealPlainAnswer(t *testing.T) {
 				}
 				turn.Files = []string{file}
 			}
-			events := c.run(t, c.newEngine(anthropictest.ScenarioText, tc.cfg), turn)
+			partial := !tc.whole
+			set := engine.ClaudeCodeSettings{Config: tc.cfg, PartialMessages: &partial}
+			events := c.run(t, c.newEngineWith(anthropictest.ScenarioText, set), turn)
 
 			if got := textOf(events); got != anthropictest.TextAnswer {
 				t.Errorf("answer %q, want %q; events: %s", got, anthropictest.TextAnswer, realDump(events))

@@ -6,37 +6,49 @@ import (
 	"github.com/golem-chat/golem/parser"
 )
 
-// ClaudeCode runs Anthropic's Claude Code CLI:
-//
-//	claude -p PROMPT --output-format stream-json --verbose --dangerously-skip-permissions
-//	       [--include-partial-messages] [--resume ID] [--model M] [Config.Args...]
-//
-// with ANTHROPIC_API_KEY set to the turn's key when there is one. Skills
-// are linked into <workdir>/.claude/skills/ and listed in a generated
-// <workdir>/CLAUDE.md. It is safe for concurrent use.
-type ClaudeCode struct{ cli *cli }
+var claudeCodeSpec = Spec{
+	Name:           "claude-code",
+	DefaultCommand: "claude",
+	InstallHint:    "install Claude Code with `npm install -g @anthropic-ai/claude-code`, or set the engine's command to the path of `claude`",
+	NewParser:      parser.NewClaudeCode,
+	NewSettings:    func() Settings { return &ClaudeCodeSettings{} },
+}
 
-var _ Engine = (*ClaudeCode)(nil)
+// ClaudeCodeSettings is engines.claude-code in bot.yaml.
+type ClaudeCodeSettings struct {
+	Config `yaml:",inline"`
+	// PartialMessages streams text while a block is being written
+	// (--include-partial-messages); nil means on.
+	PartialMessages *bool `yaml:"partial_messages"`
+}
 
-// NewClaudeCode returns the "claude-code" engine.
-func NewClaudeCode(cfg Config) *ClaudeCode {
+// Base implements Settings.
+func (s *ClaudeCodeSettings) Base() *Config { return &s.Config }
+
+// Engine implements Settings.
+func (s *ClaudeCodeSettings) Engine() Engine { return s.ClaudeCode() }
+
+// ClaudeCode returns the engine these settings configure.
+func (s *ClaudeCodeSettings) ClaudeCode() *ClaudeCode {
+	cfg := s.Config
+	partial := s.PartialMessages == nil || *s.PartialMessages
 	return &ClaudeCode{cli: newCLI(cli{
-		name:           parser.EngineClaudeCode,
-		defaultCommand: "claude",
-		installHint:    "install Claude Code with `npm install -g @anthropic-ai/claude-code`, or set the engine's command to the path of `claude`",
+		name:           claudeCodeSpec.Name,
+		defaultCommand: claudeCodeSpec.DefaultCommand,
+		installHint:    claudeCodeSpec.InstallHint,
 		skillsSubdir:   ".claude/skills",
 		claudeMD:       true,
 		promptOnStdin:  true,
 		cfg:            cfg,
-		newParser:      parser.NewClaudeCode,
+		newParser:      claudeCodeSpec.NewParser,
 		keyEnv:         func(key string) []string { return []string{"ANTHROPIC_API_KEY=" + key} },
-		args: func(t Turn, prompt, _ string) []string {
+		args: func(t Turn, prompt string) []string {
 			args := []string{"-p"}
 			if prompt != "" { // else it comes on stdin
 				args = append(args, prompt)
 			}
 			args = append(args, "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions")
-			if !cfg.NoPartialMessages {
+			if partial {
 				args = append(args, "--include-partial-messages")
 			}
 			if t.SessionID != "" {
@@ -50,8 +62,26 @@ func NewClaudeCode(cfg Config) *ClaudeCode {
 	})}
 }
 
+// ClaudeCode runs Anthropic's Claude Code CLI:
+//
+//	claude -p PROMPT --output-format stream-json --verbose --dangerously-skip-permissions
+//	       [--include-partial-messages] [--resume ID] [--model M] [Config.Args...]
+//
+// with ANTHROPIC_API_KEY set to the turn's key when there is one. Skills
+// are linked into <workdir>/.claude/skills/ and listed in a generated
+// <workdir>/CLAUDE.md. It is safe for concurrent use.
+type ClaudeCode struct{ cli *cli }
+
+var _ Engine = (*ClaudeCode)(nil)
+
+// NewClaudeCode returns the "claude-code" engine with its own settings at
+// their defaults (partial messages on).
+func NewClaudeCode(cfg Config) *ClaudeCode {
+	return (&ClaudeCodeSettings{Config: cfg}).ClaudeCode()
+}
+
 // Name implements Engine.
-func (e *ClaudeCode) Name() string { return parser.EngineClaudeCode }
+func (e *ClaudeCode) Name() string { return claudeCodeSpec.Name }
 
 // Lookup implements Engine.
 func (e *ClaudeCode) Lookup() (string, error) { return e.cli.lookup() }

@@ -6,13 +6,34 @@ import (
 	"github.com/golem-chat/golem/parser"
 )
 
+var cursorSpec = Spec{
+	Name:           "cursor",
+	DefaultCommand: "agent",
+	InstallHint:    "install Cursor's CLI with `curl https://cursor.com/install -fsS | bash` (it puts `agent` in ~/.local/bin), or set the engine's command to the path of `agent`",
+	NewParser:      parser.NewCursor,
+	NewSettings:    func() Settings { return &CursorSettings{} },
+}
+
+// CursorSettings is engines.cursor in bot.yaml.
+type CursorSettings struct {
+	Config `yaml:",inline"`
+}
+
+// Base implements Settings.
+func (s *CursorSettings) Base() *Config { return &s.Config }
+
+// Engine implements Settings.
+func (s *CursorSettings) Engine() Engine { return NewCursor(s.Config) }
+
 // Cursor runs Cursor's agent CLI:
 //
 //	agent -p PROMPT --output-format stream-json --stream-partial-output --force --trust
-//	      --sandbox disabled --approve-mcps [--resume ID] [--model M] [--api-key K] [Config.Args...]
+//	      --sandbox disabled --approve-mcps [--resume ID] [--model M] [Config.Args...]
 //
-// with CURSOR_API_KEY also set to the key when there is one. Skills are
-// linked into <workdir>/.cursor/skills/. It is safe for concurrent use.
+// with CURSOR_API_KEY set to the key when there is one. The key goes only
+// in the child's environment, never on its command line (--api-key), which
+// every local user can read in the process list. Skills are linked into
+// <workdir>/.cursor/skills/. It is safe for concurrent use.
 type Cursor struct{ cli *cli }
 
 var _ Engine = (*Cursor)(nil)
@@ -20,14 +41,14 @@ var _ Engine = (*Cursor)(nil)
 // NewCursor returns the "cursor" engine.
 func NewCursor(cfg Config) *Cursor {
 	return &Cursor{cli: newCLI(cli{
-		name:           parser.EngineCursor,
-		defaultCommand: "agent",
-		installHint:    "install Cursor's CLI with `curl https://cursor.com/install -fsS | bash` (it puts `agent` in ~/.local/bin), or set the engine's command to the path of `agent`",
+		name:           cursorSpec.Name,
+		defaultCommand: cursorSpec.DefaultCommand,
+		installHint:    cursorSpec.InstallHint,
 		skillsSubdir:   ".cursor/skills",
 		cfg:            cfg,
-		newParser:      parser.NewCursor,
+		newParser:      cursorSpec.NewParser,
 		keyEnv:         func(key string) []string { return []string{"CURSOR_API_KEY=" + key} },
-		args: func(t Turn, prompt, key string) []string {
+		args: func(t Turn, prompt string) []string {
 			args := []string{"-p", prompt, "--output-format", "stream-json", "--stream-partial-output",
 				"--force", "--trust", "--sandbox", "disabled", "--approve-mcps"}
 			if t.SessionID != "" {
@@ -36,16 +57,13 @@ func NewCursor(cfg Config) *Cursor {
 			if t.Model != "" {
 				args = append(args, "--model", t.Model)
 			}
-			if key != "" {
-				args = append(args, "--api-key", key)
-			}
 			return append(args, cfg.Args...)
 		},
 	})}
 }
 
 // Name implements Engine.
-func (e *Cursor) Name() string { return parser.EngineCursor }
+func (e *Cursor) Name() string { return cursorSpec.Name }
 
 // Lookup implements Engine.
 func (e *Cursor) Lookup() (string, error) { return e.cli.lookup() }

@@ -4,6 +4,13 @@
 // An engine knows its CLI's flags, environment, skill layout and resume
 // behaviour; it knows nothing of chat platforms.
 //
+// The registry (registry.go) lists every engine by its config name, with
+// its constructor, parser, default command, install hint and capabilities;
+// nothing outside this package spells an engine's name. Adding an engine is
+// one new file (its Spec, its Settings type — the engines.<name> section of
+// bot.yaml, Config inline plus the CLI's own keys — and its Engine, most
+// often a cli with the CLI's arguments) and one line in the registry.
+//
 // Each run is one process in a process group of its own. Its stdout is read
 // as a byte stream split on '\n' (lines of any length, a last line without
 // newline included) and parsed by the engine's parser.Parser through a
@@ -47,7 +54,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 
 	"github.com/golem-chat/golem/parser"
@@ -57,47 +63,36 @@ import (
 // be found; the error's text says how to install it.
 var ErrNotInstalled = errors.New("agent CLI not installed")
 
-// Config configures an engine; the zero value runs the CLI found on PATH
-// (or in ~/.local/bin) with the environment inherited.
+// Config holds the settings every engine has; the zero value runs the CLI
+// found on PATH (or in ~/.local/bin) with the environment inherited. The
+// yaml keys are those of an engines.<name> section of bot.yaml.
 type Config struct {
 	// Command is the CLI to run: a path, or a name looked up in PATH and
-	// then ~/.local/bin. Empty means "claude" (Claude Code) or "agent"
-	// (Cursor).
-	Command string
-	// Args are extra arguments appended after the engine's own.
-	Args []string
-	// Env holds extra variables for the child's environment, on top of the
-	// inherited one.
-	Env map[string]string
+	// then ~/.local/bin. Empty means the engine's Spec.DefaultCommand.
+	Command string `yaml:"command"`
+	// Model is the model of turns whose Turn.Model is empty; empty means
+	// the CLI's default.
+	Model string `yaml:"model"`
 	// APIKey is the key used when Turn.APIKey is empty. With no key at all
 	// the child inherits the environment as it is.
-	APIKey string
+	APIKey string `yaml:"api_key"`
+	// Env holds extra variables for the child's environment, on top of the
+	// inherited one.
+	Env map[string]string `yaml:"env"`
+	// Args are extra arguments appended after the engine's own.
+	Args []string `yaml:"args"`
 	// SkillsDir holds one folder per skill (SKILL.md inside); they are
 	// linked into the workdir before each run. Empty: no skill injection.
-	SkillsDir string
-	// NoPartialMessages drops Claude Code's --include-partial-messages (on
-	// by default so that a long text block streams while it is written).
-	NoPartialMessages bool
+	SkillsDir string `yaml:"-"`
 	// Logger receives structured logs; nil means slog.Default().
-	Logger *slog.Logger
-}
-
-// New returns the engine with config name name: "claude-code" or "cursor".
-func New(name string, cfg Config) (Engine, error) {
-	switch name {
-	case parser.EngineClaudeCode:
-		return NewClaudeCode(cfg), nil
-	case parser.EngineCursor:
-		return NewCursor(cfg), nil
-	}
-	return nil, fmt.Errorf("engine: unknown engine %q (want %q or %q)", name, parser.EngineClaudeCode, parser.EngineCursor)
+	Logger *slog.Logger `yaml:"-"`
 }
 
 // Turn is one prompt for an agent.
 type Turn struct {
 	Prompt    string
 	SessionID string   // resume this session; empty starts a new one
-	Model     string   // empty: the CLI's default
+	Model     string   // empty: Config.Model, else the CLI's default
 	Workdir   string   // the agent's working directory; must exist
 	APIKey    string   // empty: the environment is inherited as it is
 	Files     []string // absolute paths of files the user attached (already in Workdir's inbox)
@@ -106,7 +101,7 @@ type Turn struct {
 // Engine starts runs of one agent CLI. Implementations are safe for
 // concurrent use: each Run is its own process.
 type Engine interface {
-	// Name is the engine's config name: "claude-code" or "cursor".
+	// Name is the engine's config name, its Spec.Name.
 	Name() string
 	// Run starts the CLI for t. A returned error means nothing was started
 	// (e.g. ErrNotInstalled); otherwise the Run's events end with exactly one

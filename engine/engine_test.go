@@ -20,6 +20,19 @@ import (
 // fake agent, and the path of the fake's invocation log.
 func fake(t testing.TB, name string, cfg engine.Config) (engine.Engine, string) {
 	t.Helper()
+	spec, ok := engine.Find(name)
+	if !ok {
+		t.Fatalf("no engine %q", name)
+	}
+	set := spec.NewSettings()
+	*set.Base() = cfg
+	return fakeWith(t, name, set)
+}
+
+// fakeWith is fake with the engine's own settings too.
+func fakeWith(t testing.TB, name string, set engine.Settings) (engine.Engine, string) {
+	t.Helper()
+	cfg := set.Base()
 	cfg.Command = enginetest.Build(t)
 	if name == "cursor" {
 		cfg.Command = enginetest.BuildCursor(t)
@@ -33,9 +46,9 @@ func fake(t testing.TB, name string, cfg engine.Config) (engine.Engine, string) 
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	e, err := engine.New(name, cfg)
-	if err != nil {
-		t.Fatal(err)
+	e := set.Engine()
+	if e.Name() != name {
+		t.Fatalf("settings of %s given for %s", e.Name(), name)
 	}
 	return e, logPath
 }
@@ -103,40 +116,59 @@ func TestArgv(t *testing.T) {
 	cursorBase := []string{"--output-format", "stream-json", "--stream-partial-output", "--force", "--trust",
 		"--sandbox", "disabled", "--approve-mcps"}
 	cat := func(parts ...[]string) []string { return slices.Concat(parts...) }
+	// whole is Claude Code with partial_messages: false.
+	whole := func() engine.Settings {
+		off := false
+		return &engine.ClaudeCodeSettings{PartialMessages: &off}
+	}
 	tests := []struct {
 		name   string
 		engine string
 		cfg    engine.Config
 		turn   engine.Turn
 		want   []string
+		set    engine.Settings // when set, cfg is its Base
 	}{
 		{"claude plain", "claude-code", engine.Config{}, engine.Turn{Prompt: "hi"},
-			cat([]string{"-p", "hi"}, claudeBase, []string{"--include-partial-messages"})},
+			cat([]string{"-p", "hi"}, claudeBase, []string{"--include-partial-messages"}), nil},
 		{"claude resume model args", "claude-code", engine.Config{Args: []string{"--max-turns", "3"}},
 			engine.Turn{Prompt: "hi", SessionID: "s-1", Model: "opus"},
-			cat([]string{"-p", "hi"}, claudeBase, []string{"--include-partial-messages", "--resume", "s-1", "--model", "opus", "--max-turns", "3"})},
-		{"claude no partial messages", "claude-code", engine.Config{NoPartialMessages: true}, engine.Turn{Prompt: "hi"},
-			cat([]string{"-p", "hi"}, claudeBase)},
+			cat([]string{"-p", "hi"}, claudeBase, []string{"--include-partial-messages", "--resume", "s-1", "--model", "opus", "--max-turns", "3"}), nil},
+		{"claude no partial messages", "claude-code", engine.Config{}, engine.Turn{Prompt: "hi"},
+			cat([]string{"-p", "hi"}, claudeBase), whole()},
 		{"claude key is not an arg", "claude-code", engine.Config{}, engine.Turn{Prompt: "hi", APIKey: "k"},
-			cat([]string{"-p", "hi"}, claudeBase, []string{"--include-partial-messages"})},
-		{"claude prompt like a flag", "claude-code", engine.Config{NoPartialMessages: true}, engine.Turn{Prompt: "-v please"},
-			cat([]string{"-p", " -v please"}, claudeBase)},
-		{"claude NUL in the prompt", "claude-code", engine.Config{NoPartialMessages: true}, engine.Turn{Prompt: "a\x00b"},
-			cat([]string{"-p", "a\uFFFDb"}, claudeBase)},
-		{"claude files", "claude-code", engine.Config{NoPartialMessages: true}, engine.Turn{Prompt: "see", Files: []string{"/in/a.png", "/in/b.txt"}},
-			cat([]string{"-p", "see\n\nAttached files: /in/a.png, /in/b.txt"}, claudeBase)},
+			cat([]string{"-p", "hi"}, claudeBase, []string{"--include-partial-messages"}), nil},
+		{"claude prompt like a flag", "claude-code", engine.Config{}, engine.Turn{Prompt: "-v please"},
+			cat([]string{"-p", " -v please"}, claudeBase), whole()},
+		{"claude NUL in the prompt", "claude-code", engine.Config{}, engine.Turn{Prompt: "a\x00b"},
+			cat([]string{"-p", "a\uFFFDb"}, claudeBase), whole()},
+		{"claude files", "claude-code", engine.Config{}, engine.Turn{Prompt: "see", Files: []string{"/in/a.png", "/in/b.txt"}},
+			cat([]string{"-p", "see\n\nAttached files: /in/a.png, /in/b.txt"}, claudeBase), whole()},
 		{"cursor plain", "cursor", engine.Config{}, engine.Turn{Prompt: "hi"},
-			cat([]string{"-p", "hi"}, cursorBase)},
-		{"cursor resume model key args", "cursor", engine.Config{},
+			cat([]string{"-p", "hi"}, cursorBase), nil},
+		// The key goes only in CURSOR_API_KEY (see TestEnv): a command
+		// line is visible to every local user.
+		{"cursor resume model key args", "cursor", engine.Config{Args: []string{"--print"}},
 			engine.Turn{Prompt: "hi", SessionID: "s-2", Model: "gpt-5", APIKey: "ck"},
-			cat([]string{"-p", "hi"}, cursorBase, []string{"--resume", "s-2", "--model", "gpt-5", "--api-key", "ck"})},
+			cat([]string{"-p", "hi"}, cursorBase, []string{"--resume", "s-2", "--model", "gpt-5", "--print"}), nil},
 		{"cursor config key", "cursor", engine.Config{APIKey: "cfg"}, engine.Turn{Prompt: "hi"},
-			cat([]string{"-p", "hi"}, cursorBase, []string{"--api-key", "cfg"})},
+			cat([]string{"-p", "hi"}, cursorBase), nil},
+		{"config model", "cursor", engine.Config{Model: "m1"}, engine.Turn{Prompt: "hi"},
+			cat([]string{"-p", "hi"}, cursorBase, []string{"--model", "m1"}), nil},
+		{"turn model wins", "claude-code", engine.Config{Model: "m1"}, engine.Turn{Prompt: "hi", Model: "m2"},
+			cat([]string{"-p", "hi"}, claudeBase, []string{"--include-partial-messages", "--model", "m2"}), nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e, logPath := fake(t, tc.engine, tc.cfg)
+			var e engine.Engine
+			var logPath string
+			if tc.set != nil {
+				*tc.set.Base() = tc.cfg
+				e, logPath = fakeWith(t, tc.engine, tc.set)
+			} else {
+				e, logPath = fake(t, tc.engine, tc.cfg)
+			}
 			tc.turn.Workdir = t.TempDir()
 			events := runTurn(t, e, tc.turn)
 			if ev := lastEvent(events); ev.Type != parser.Done {
@@ -182,6 +214,7 @@ func TestEnv(t *testing.T) {
 		{"claude config env", "claude-code", engine.Config{Env: map[string]string{"GOLEM_TEST_EXTRA": "x", "CLAUDECODE": "1"}}, "",
 			"parent-anthropic", "parent-cursor", "x", "yes"},
 		{"cursor turn key", "cursor", engine.Config{}, "turn-key", "parent-anthropic", "turn-key", unset, "yes"},
+		{"cursor config key", "cursor", engine.Config{APIKey: "cfg-key"}, "", "parent-anthropic", "cfg-key", unset, "yes"},
 		{"cursor inherits", "cursor", engine.Config{}, "", "parent-anthropic", "parent-cursor", unset, "yes"},
 	}
 	for _, tc := range tests {
@@ -276,7 +309,9 @@ func TestInstalledLater(t *testing.T) {
 }
 
 func TestNewUnknownEngine(t *testing.T) {
-	if _, err := engine.New("codex", engine.Config{}); err == nil {
-		t.Error("New(codex) succeeded")
+	if _, err := engine.New("no-such-cli", engine.Config{}); err == nil {
+		t.Error("New(no-such-cli) succeeded")
+	} else if !errors.Is(err, engine.ErrUnknown) {
+		t.Errorf("New(no-such-cli): %v, want it to wrap ErrUnknown", err)
 	}
 }

@@ -38,8 +38,9 @@ type cli struct {
 	cfg            Config
 	log            *slog.Logger
 	// args returns the CLI's arguments (without argv[0]) for t, the prompt
-	// already prepared; key is the API key ("" for none).
-	args func(t Turn, prompt, key string) []string
+	// already prepared. The API key never goes there (every local user can
+	// read a command line); keyEnv puts it in the environment.
+	args func(t Turn, prompt string) []string
 	// promptOnStdin: the CLI reads the prompt from stdin when args gets an
 	// empty one. Used for prompts too long for one argument.
 	promptOnStdin bool
@@ -78,6 +79,9 @@ func (c *cli) run(ctx context.Context, t Turn) (*Run, error) {
 	key := t.APIKey
 	if key == "" {
 		key = c.cfg.APIKey
+	}
+	if t.Model == "" {
+		t.Model = c.cfg.Model
 	}
 	p, err := c.start(ctx, path, t, key)
 	if err != nil {
@@ -181,7 +185,7 @@ func (c *cli) start(ctx context.Context, path string, t Turn, key string) (*proc
 		}
 		stdin, pr = strings.NewReader(pr), ""
 	}
-	cmd := exec.CommandContext(ctx, path, c.args(t, pr, key)...)
+	cmd := exec.CommandContext(ctx, path, c.args(t, pr)...)
 	cmd.Stdin = stdin
 	cmd.Dir = t.Workdir
 	cmd.Env = c.env(key)

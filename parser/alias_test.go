@@ -10,14 +10,14 @@ import (
 // TestEventsDoNotAliasTheLine overwrites each line after parsing it, as
 // ReadLines reuses its buffer, and checks that the events did not change.
 func TestEventsDoNotAliasTheLine(t *testing.T) {
-	for dir, engine := range map[string]string{"claude": EngineClaudeCode, "cursor": EngineCursor} {
+	for dir, newParser := range fixtureParsers {
 		files, _ := filepath.Glob(filepath.Join("testdata", dir, "*.ndjson"))
 		for _, name := range files {
 			data, err := os.ReadFile(name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, _ := New(engine)
+			p := newParser()
 			for _, line := range bytes.Split(data, []byte("\n")) {
 				buf := bytes.Clone(line)
 				events := p.Parse(buf)

@@ -13,13 +13,9 @@ var update = flag.Bool("update", false, "rewrite the *.golden.ndjson files from 
 
 // normalize runs a whole CLI output through the engine's parser and a Guard,
 // as `bot events` and the engine do, and returns the events as JSON lines.
-func normalize(t testing.TB, engine string, output []byte) []byte {
+func normalize(t testing.TB, newParser func() Parser, output []byte) []byte {
 	t.Helper()
-	p, err := New(engine)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := NewGuard(p)
+	g := NewGuard(newParser())
 	var out bytes.Buffer
 	emit := func(e Event) {
 		b, err := e.MarshalJSON()
@@ -47,7 +43,7 @@ func normalize(t testing.TB, engine string, output []byte) []byte {
 // then review the diff. Recordings of the real CLI (recorded-*) have their
 // own test.
 func TestGolden(t *testing.T) {
-	for dir, engine := range map[string]string{"claude": EngineClaudeCode, "cursor": EngineCursor} {
+	for dir, newParser := range fixtureParsers {
 		inputs, err := filepath.Glob(filepath.Join("testdata", dir, "*.ndjson"))
 		if err != nil {
 			t.Fatal(err)
@@ -64,7 +60,7 @@ func TestGolden(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got := normalize(t, engine, output)
+				got := normalize(t, newParser, output)
 				golden := strings.TrimSuffix(in, ".ndjson") + ".golden.ndjson"
 				if *update {
 					if err := os.WriteFile(golden, got, 0o644); err != nil {

@@ -5,6 +5,10 @@ import (
 	"testing"
 )
 
+// fixtureParsers maps each folder of testdata/ to the parser of the CLI
+// whose output it holds.
+var fixtureParsers = map[string]func() Parser{"claude": NewClaudeCode, "cursor": NewCursor}
+
 // parseLines feeds lines to p, one Parse call each, and returns the events
 // as JSON lines joined with "\n".
 func parseLines(t *testing.T, p Parser, lines ...string) string {

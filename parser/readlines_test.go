@@ -88,7 +88,7 @@ func TestReadLinesHugeJSONLine(t *testing.T) {
 	out := strings.Repeat("line of output\\n", 16<<20/16)
 	stream := `{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":"` + out + `"}]}}` + "\n" +
 		`{"type":"result","is_error":false,"session_id":"s"}` + "\n"
-	got := string(normalize(t, EngineClaudeCode, []byte(stream)))
+	got := string(normalize(t, NewClaudeCode, []byte(stream)))
 	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
 	if len(lines) != 2 || len(lines[0]) < 16<<20 || lines[1] != `{"type":"done","session_id":"s"}` {
 		t.Fatalf("got %d lines, first %d bytes, last %q", len(lines), len(lines[0]), lines[len(lines)-1])

@@ -66,20 +66,22 @@ func newApp(cfg core.Config, log *slog.Logger) (*app, error) {
 	}
 	engines := map[string]engine.Engine{}
 	models := map[string]string{}
-	for _, name := range []string{"claude-code", "cursor"} {
+	for _, name := range engine.Names() {
 		ec := cfg.EngineConfig(name)
-		eng, err := engine.New(name, engine.Config{
-			Command:           ec.Command,
-			Args:              ec.Args,
-			Env:               ec.Env,
-			APIKey:            ec.APIKey,
-			SkillsDir:         skills,
-			NoPartialMessages: ec.PartialMessages != nil && !*ec.PartialMessages,
-			Logger:            log.With("engine", name),
-		})
-		if err != nil {
-			return nil, err
+		spec, _ := engine.Find(name)
+		set := spec.NewSettings()
+		*set.Base() = engine.Config{
+			Command:   ec.Command,
+			Args:      ec.Args,
+			Env:       ec.Env,
+			APIKey:    ec.APIKey,
+			SkillsDir: skills,
+			Logger:    log,
 		}
+		if cc, ok := set.(*engine.ClaudeCodeSettings); ok { // until the config moves out of core
+			cc.PartialMessages = ec.PartialMessages
+		}
+		eng := set.Engine()
 		if _, err := eng.Lookup(); err != nil {
 			level := slog.LevelInfo
 			if name == cfg.Engine {

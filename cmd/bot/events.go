@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
+	"github.com/golem-chat/golem/engine"
 	"github.com/golem-chat/golem/parser"
 )
 
-// runEvents implements `bot events --engine claude-code|cursor [FILE]`: it
+// runEvents implements `bot events --engine NAME [FILE]` (NAME one of the
+// engine registry's): it
 // reads an agent CLI's raw stdout from FILE (or stdin when FILE is absent or
 // "-") and prints the normalized events, one JSON object per line. The last
 // line is always exactly one terminal event: input that ends without a
@@ -22,9 +25,9 @@ import (
 func runEvents(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("events", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	engine := fs.String("engine", parser.EngineClaudeCode, `the CLI that printed the input: "claude-code" or "cursor"`)
+	name := fs.String("engine", engine.Default().Name, "the `engine` whose CLI printed the input: "+engine.NamesText())
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: bot events [--engine claude-code|cursor] [FILE]")
+		fmt.Fprintf(fs.Output(), "usage: bot events [--engine %s] [FILE]\n", strings.Join(engine.Names(), "|"))
 		fmt.Fprintln(fs.Output(), "Prints the normalized events of an agent CLI's stream-json output (FILE or stdin), one JSON object per line.")
 		fs.PrintDefaults()
 	}
@@ -35,7 +38,7 @@ func runEvents(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fs.Usage()
 		return fmt.Errorf("events: at most one FILE, got %d arguments", fs.NArg())
 	}
-	p, err := parser.New(*engine)
+	p, err := engine.NewParser(*name)
 	if err != nil {
 		return fmt.Errorf("events: %w", err)
 	}

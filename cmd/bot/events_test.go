@@ -147,7 +147,7 @@ func TestEventsUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown engine", []string{"--engine", "codex"}, `unknown engine "codex"`},
+		{"unknown engine", []string{"--engine", "no-such-cli"}, `unknown engine "no-such-cli"`},
 		{"two files", []string{"a", "b"}, "at most one FILE"},
 		{"missing file", []string{filepath.Join(t.TempDir(), "nope.ndjson")}, "open input"},
 		{"unknown flag", []string{"--bogus"}, "flag provided but not defined"},
