@@ -307,7 +307,7 @@ wait:
 		final = stopEvent(ctx)
 	default:
 		if s := tail.String(); s != "" {
-			reason += "; stderr: " + s
+			reason += "; stderr: " + redact(s) // it reaches the chat
 		}
 		final, _ = guard.Finish(reason)
 	}
