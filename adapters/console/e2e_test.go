@@ -3,47 +3,17 @@ package console
 import (
 	"bytes"
 	"context"
-	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/golem-chat/golem/core"
-	"github.com/golem-chat/golem/engine"
-	"github.com/golem-chat/golem/engine/enginetest"
-	"github.com/golem-chat/golem/store"
+	"github.com/golem-chat/golem/internal/bottest"
 )
 
 // TestEndToEnd runs `bot run`'s wiring: the console, a real dispatcher and
 // the fake agent CLI as Claude Code.
 func TestEndToEnd(t *testing.T) {
-	bin := enginetest.Build(t)
-	dir := t.TempDir()
-	st, err := store.Open(filepath.Join(dir, "golem.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	d, err := core.NewDispatcher(core.Options{
-		Engines:       map[string]engine.Engine{"claude-code": engine.NewClaudeCode(engine.Config{Command: bin, Logger: log})},
-		DefaultEngine: "claude-code",
-		Store:         st,
-		Workspace:     dir,
-		Trusted:       []string{"console"},
-		Logger:        log,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := d.Close(ctx); err != nil {
-			t.Errorf("dispatcher Close: %v", err)
-		}
-	}()
+	b := bottest.New(t, bottest.Options{Trusted: []string{"console"}})
+	d := b.Dispatcher
 
 	in := "hello console\n!tool Bash {\"command\":\"go test ./...\"}\\\nran the tests\n/status\n/quit\n"
 	var out bytes.Buffer

@@ -1,18 +1,15 @@
 package discord
 
 import (
-	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/golem-chat/golem/adapters/discord/discordtest"
 	"github.com/golem-chat/golem/core"
-	"github.com/golem-chat/golem/engine"
 	"github.com/golem-chat/golem/engine/enginetest"
-	"github.com/golem-chat/golem/store"
+	"github.com/golem-chat/golem/internal/bottest"
 )
 
 // world is the adapter wired to core and the fake agent CLI, against the
@@ -35,36 +32,18 @@ func newWorldWith(t testing.TB, fopts discordtest.Options, aopts Options, tune f
 		allow = []string{"discord:u1"}
 	}
 	fake := newFake(t, fopts)
-	st, err := store.Open(filepath.Join(t.TempDir(), "golem.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	agentLog := filepath.Join(t.TempDir(), "agent.log")
-	eng := engine.NewClaudeCode(engine.Config{Command: enginetest.Build(t), Env: map[string]string{"FAKE_AGENT_LOG": agentLog}, Logger: testLogger()})
-	copts := core.Options{
-		Engines: map[string]engine.Engine{"claude-code": eng}, DefaultEngine: "claude-code",
-		Store: st, Workspace: t.TempDir(), Allow: allow, Logger: testLogger(),
-	}
-	tune(&copts)
-	d, err := core.NewDispatcher(copts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := bottest.New(t, bottest.Options{Allow: allow, Tune: tune})
 	aopts.Token, aopts.APIURL = fake.Options().BotToken, fake.URL()
-	aopts.Logger = testLogger()
+	aopts.Logger = b.Log
 	a, err := New(aopts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.Register(a)
-	startAdapterWith(t, fake, a, d)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		d.Close(ctx)
-	})
-	return &world{fake: fake, a: a, agentLog: agentLog, bot: fake.Options().BotUserID}
+	b.Start(a)
+	if !fake.Wait(wait, func(v discordtest.View) bool { return v.Connected() && v.Calls("PUT", "/applications/") > 0 }) {
+		t.Fatal("the adapter did not connect and register its commands")
+	}
+	return &world{fake: fake, a: a, agentLog: b.AgentLog, bot: fake.Options().BotUserID}
 }
 
 // ask runs /ask in guild channel c1 as user and returns the interaction id.

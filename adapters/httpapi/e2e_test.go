@@ -1,17 +1,11 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/golem-chat/golem/core"
-	"github.com/golem-chat/golem/engine"
-	"github.com/golem-chat/golem/engine/enginetest"
-	"github.com/golem-chat/golem/store"
+	"github.com/golem-chat/golem/internal/bottest"
 )
 
 // serveDispatcher wires the HTTP adapter to a real dispatcher running the
@@ -19,48 +13,13 @@ import (
 // base URL. Everything stops at the end of the test, in order.
 func serveDispatcher(t *testing.T) string {
 	t.Helper()
-	bin := enginetest.Build(t)
-	dir := t.TempDir()
-	st, err := store.Open(filepath.Join(dir, "golem.db"))
+	ln, base := listen(t) // before the bot: cleanups run last first, so the bot stops before ln closes
+	b := bottest.New(t, bottest.Options{Trusted: []string{"http"}})
+	s, err := New(Options{Listener: ln, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
-	log := testLogger(t)
-	d, err := core.NewDispatcher(core.Options{
-		Engines:       map[string]engine.Engine{"claude-code": engine.NewClaudeCode(engine.Config{Command: bin, Logger: log})},
-		DefaultEngine: "claude-code",
-		Store:         st,
-		Workspace:     dir,
-		Trusted:       []string{"http"},
-		Logger:        log,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := d.Close(ctx); err != nil {
-			t.Errorf("dispatcher Close: %v", err)
-		}
-	})
-
-	ln, base := listen(t)
-	s, err := New(Options{Listener: ln, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Register(s)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Start(ctx, d) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Start: %v", err)
-		}
-	})
+	b.Start(s)
 	return base
 }
 

@@ -1,9 +1,6 @@
 package slack
 
 import (
-	"context"
-	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,20 +8,16 @@ import (
 
 	"github.com/golem-chat/golem/adapters/slack/slacktest"
 	"github.com/golem-chat/golem/core"
-	"github.com/golem-chat/golem/engine"
 	"github.com/golem-chat/golem/engine/enginetest"
-	"github.com/golem-chat/golem/store"
+	"github.com/golem-chat/golem/internal/bottest"
 )
 
-// bot is golem wired as `bot serve` wires it: the store, the dispatcher with
-// the fake agent CLI as Claude Code, and the Slack adapter connected to a
-// fake Slack through the real slack-go client.
+// bot is golem wired as `bot serve` wires it (internal/bottest) with the
+// Slack adapter connected to a fake Slack through the real slack-go client.
 type bot struct {
-	t        testing.TB
-	fake     *slacktest.Server
-	agentLog string // the fake agent's FAKE_AGENT_LOG
-	stopped  bool
-	stopFn   func()
+	*bottest.Bot
+	t    testing.TB
+	fake *slacktest.Server
 }
 
 type botConfig struct {
@@ -38,29 +31,11 @@ type botConfig struct {
 // startBot starts golem against fake and waits until its socket is open.
 func startBot(t testing.TB, fake *slacktest.Server, agentLog string, cfg botConfig) *bot {
 	t.Helper()
-	if cfg.db == "" {
-		cfg.db = filepath.Join(t.TempDir(), "golem.db")
-	}
-	st, err := store.Open(cfg.db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.DiscardHandler)
-	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	eng := engine.NewClaudeCode(engine.Config{Command: enginetest.Build(t),
-		Env: map[string]string{"FAKE_AGENT_LOG": agentLog}, Logger: log})
-	d, err := core.NewDispatcher(core.Options{
-		Engines: map[string]engine.Engine{"claude-code": eng}, DefaultEngine: "claude-code",
-		Store: st, Workspace: t.TempDir(), Scope: cfg.scope, Allow: []string{"slack:U1"}, Logger: log,
-		MaxConcurrent: cfg.maxConcurrent,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := &bot{t: t, fake: fake, Bot: bottest.New(t, bottest.Options{
+		DB: cfg.db, AgentLog: agentLog, Scope: cfg.scope, Allow: []string{"slack:U1"}, MaxConcurrent: cfg.maxConcurrent,
+	})}
 	opts := Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, APIURL: fake.URL,
-		Inbox: core.Inbox{Dir: t.TempDir()}, Logger: log}
+		Inbox: core.Inbox{Dir: t.TempDir()}, Logger: b.Log}
 	if cfg.edit != nil {
 		cfg.edit(&opts)
 	}
@@ -68,39 +43,15 @@ func startBot(t testing.TB, fake *slacktest.Server, agentLog string, cfg botConf
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.Register(a)
 	connects := fake.Connects()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Start(ctx, d) }()
-	b := &bot{t: t, fake: fake, agentLog: agentLog}
-	b.stopFn = func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer ccancel()
-		if err := d.Close(cctx); err != nil {
-			t.Errorf("dispatcher close: %v", err)
-		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("adapter Start: %v", err)
-		}
-		if err := st.Close(); err != nil {
-			t.Errorf("store close: %v", err)
-		}
-	}
-	t.Cleanup(b.stop)
+	b.Start(a)
 	if !fake.WaitFor(20*time.Second, func() bool { return fake.Connects() > connects && fake.Open() == 1 }) {
 		t.Fatal("golem did not connect to the fake Slack")
 	}
 	return b
 }
 
-func (b *bot) stop() {
-	if !b.stopped {
-		b.stopped = true
-		b.stopFn()
-	}
-}
+func (b *bot) stop() { b.Stop() }
 
 // say delivers an event from user U1 (allowed) unless ev names a user.
 func (b *bot) say(ev slacktest.Event) slacktest.Delivery {
@@ -143,7 +94,7 @@ func (b *bot) answer(channel, ts, text string) slacktest.Message {
 }
 
 // runs returns the fake agent's invocations so far.
-func (b *bot) runs() []enginetest.Invocation { return enginetest.ReadLog(b.t, b.agentLog) }
+func (b *bot) runs() []enginetest.Invocation { return b.Invocations() }
 
 func newE2E(t *testing.T, cfg botConfig) *bot {
 	fake := slacktest.New(slacktest.Options{PingInterval: time.Second})

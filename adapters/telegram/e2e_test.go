@@ -1,8 +1,6 @@
 package telegram
 
 import (
-	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,13 +10,14 @@ import (
 
 	"github.com/golem-chat/golem/adapters/telegram/telegramtest"
 	"github.com/golem-chat/golem/core"
-	"github.com/golem-chat/golem/engine"
 	"github.com/golem-chat/golem/engine/enginetest"
+	"github.com/golem-chat/golem/internal/bottest"
 	"github.com/golem-chat/golem/store"
 )
 
-// stack is the whole bot: the real library against the fake Bot API, the
-// core dispatcher with a bbolt store, and the fake agent CLI.
+// stack is the whole bot: the real library against the fake Bot API and
+// golem wired as `bot serve` wires it (internal/bottest). Each up is one
+// run of the bot over the same store, workspace and agent log.
 type stack struct {
 	t     testing.TB
 	s     *telegramtest.Server
@@ -28,71 +27,35 @@ type stack struct {
 	scope core.Scope
 	allow []string // default telegram:42
 	opts  Options
-	stop  func()
+	bot   *bottest.Bot
 }
 
 func newStack(t testing.TB, fake telegramtest.Options) *stack {
 	dir := t.TempDir()
 	st := &stack{t: t, s: telegramtest.New(t, fake), dir: dir, log: filepath.Join(dir, "agent.log"), db: filepath.Join(t.TempDir(), "golem.db")}
 	st.allow = []string{"telegram:42"}
-	t.Setenv("FAKE_AGENT_LOG", st.log)
 	return st
 }
 
-// up starts store, dispatcher and adapter; down (also run at cleanup)
+// up starts store, dispatcher and adapter; stop (also run at cleanup)
 // stops them in the order the bot does.
 func (st *stack) up() *Adapter {
 	t := st.t
-	db, err := store.Open(st.db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := core.NewDispatcher(core.Options{
-		Engines:       map[string]engine.Engine{"claude-code": engine.NewClaudeCode(engine.Config{Command: enginetest.Build(t)})},
-		DefaultEngine: "claude-code",
-		Store:         db,
-		Workspace:     st.dir,
-		Scope:         st.scope,
-		Allow:         st.allow,
-		MaxConcurrent: 100,
-		Logger:        slog.New(slog.DiscardHandler),
+	st.bot = bottest.New(t, bottest.Options{
+		DB: st.db, Workspace: st.dir, AgentLog: st.log, Scope: st.scope, Allow: st.allow, MaxConcurrent: 100,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	opts := st.opts
-	opts.Token, opts.APIURL, opts.State = st.s.Token(), st.s.URL, db
+	opts.Token, opts.APIURL, opts.State = st.s.Token(), st.s.URL, st.bot.Store
 	opts.Inbox = core.Inbox{Dir: filepath.Join(st.dir, "inbox")}
 	a, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.Register(a)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Start(ctx, d) }()
-	stopped := false
-	st.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Start: %v", err)
-		}
-		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer ccancel()
-		if err := d.Close(cctx); err != nil {
-			t.Errorf("dispatcher close: %v", err)
-		}
-		if err := db.Close(); err != nil {
-			t.Errorf("store close: %v", err)
-		}
-	}
-	t.Cleanup(st.stop)
+	st.bot.Start(a)
 	return a
 }
+
+func (st *stack) stop() { st.bot.Stop() }
 
 func (st *stack) invocations() []enginetest.Invocation { return enginetest.ReadLog(st.t, st.log) }
 
