@@ -4,25 +4,27 @@
 //
 // A message travels in one direction:
 //
-//		Source.Start ─▶ Dispatcher.Handle ─▶ conversation queue ─▶ engine run
-//		                                                               │ events
-//		Poster.Send/Edit/SendActivity ◀── Reply (one per turn) ◀───────┘
+//	Source.Start ─▶ Dispatcher.Handle ─▶ conversation queue ─▶ engine run
+//	                                                               │ events
+//	Poster.Send/Edit/SendActivity ◀── Reply (one per turn) ◀───────┘
 //
-//	  - A Source (a chat platform, the terminal, the HTTP API) delivers
-//	    normalized Messages to a Handler, the Dispatcher.
-//	  - The Dispatcher deduplicates redelivered events, checks access
-//	    (Options.Allow, and Options.Trusted for the platforms the wiring
-//	    trusts), answers chat commands (/new, /stop, /status, ...), and
-//	    queues turns per conversation: one turn at a time per conversation
-//	    (a Key), conversations in parallel up to Options.MaxConcurrent.
-//	  - A turn runs the conversation's engine with its stored session id and
-//	    saves the new one; a turn cut short by a restart is recorded in the
-//	    store and told "interrupted" when its platform comes back.
-//	  - A Reply renders the turn's events on the Poster the message came
-//	    from: the first text at once, coalesced edits within Limits, split
-//	    messages that keep code fences intact, tool activity in the answer's
-//	    thread, and always the exact final text. A Message with a Sink (the
-//	    HTTP API, the terminal) takes the raw events instead.
+// On the way:
+//
+//   - A Source (a chat platform, the terminal, the HTTP API) delivers
+//     normalized Messages to a Handler, the Dispatcher.
+//   - The Dispatcher deduplicates redelivered events, checks access
+//     (Options.Allow, and Options.Trusted for the platforms the wiring
+//     trusts), answers chat commands (/new, /stop, /status, ...), and
+//     queues turns per conversation: one turn at a time per conversation
+//     (a Key), conversations in parallel up to Options.MaxConcurrent.
+//   - A turn runs the conversation's engine with its stored session id and
+//     saves the new one; a turn cut short by a restart is recorded in the
+//     store and told "interrupted" when its platform comes back.
+//   - A Reply renders the turn's events on the Poster the message came
+//     from: the first text at once, coalesced edits within Limits, split
+//     messages that keep code fences intact, tool activity in the answer's
+//     thread, and always the exact final text. A Message with a Sink (the
+//     HTTP API, the terminal) takes the raw events instead.
 //
 // Optional capabilities of a Poster (LatestEditor, Drafter, Typist,
 // PrivateReplier) are one-method interfaces found by type assertion.
