@@ -96,6 +96,13 @@ type Turn struct {
 	Workdir   string   // the agent's working directory; must exist
 	APIKey    string   // empty: the environment is inherited as it is
 	Files     []string // absolute paths of files the user attached (already in Workdir's inbox)
+	// OnStart, when set, is called with the agent's process group each time
+	// a CLI process of the run has started (twice when the resume fallback
+	// starts a second one), before any of its events, on the goroutine that
+	// started it; a second call replaces the first group, which has ended.
+	// Keep it short: the run's output waits for it. Callers record the
+	// group so that a later golem can StopLeftover it.
+	OnStart func(Group)
 }
 
 // Engine starts runs of one agent CLI. Implementations are safe for

@@ -215,6 +215,9 @@ func (c *cli) start(ctx context.Context, path string, t Turn, key string) (*proc
 	}
 	c.log.Debug("agent started", "pid", cmd.Process.Pid, "workdir", t.Workdir, "resume", t.SessionID != "")
 	p.stdout, p.stderr, p.started = outR, errR, time.Now()
+	if t.OnStart != nil {
+		t.OnStart(groupOf(cmd.Process.Pid))
+	}
 	return p, nil
 }
 

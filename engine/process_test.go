@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -248,7 +249,14 @@ func TestResumeFallback(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			e, logPath := fake(t, name, engine.Config{})
-			events := runTurn(t, e, engine.Turn{Prompt: "remember me", SessionID: "unknown-9"})
+			var mu sync.Mutex
+			var groups []engine.Group
+			onStart := func(g engine.Group) {
+				mu.Lock()
+				defer mu.Unlock()
+				groups = append(groups, g)
+			}
+			events := runTurn(t, e, engine.Turn{Prompt: "remember me", SessionID: "unknown-9", OnStart: onStart})
 			var warnings []parser.Event
 			for _, ev := range events {
 				if ev.Type == parser.Warning {
@@ -277,6 +285,17 @@ func TestResumeFallback(t *testing.T) {
 			}
 			if invs[1].SessionID != end.SessionID {
 				t.Errorf("done session %s, retry's %s", end.SessionID, invs[1].SessionID)
+			}
+			// Each process was announced, the retry's too.
+			mu.Lock()
+			defer mu.Unlock()
+			if len(groups) != 2 || groups[0].ID != invs[0].PID || groups[1].ID != invs[1].PID {
+				t.Fatalf("OnStart got %+v, want the groups of pids %d and %d", groups, invs[0].PID, invs[1].PID)
+			}
+			for _, g := range groups {
+				if runtime.GOOS == "linux" && g.Start == 0 {
+					t.Errorf("group %+v has no start time", g)
+				}
 			}
 		})
 	}

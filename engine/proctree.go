@@ -21,25 +21,40 @@ type procID struct {
 	start uint64 // clock ticks after boot; /proc/<pid>/stat field 22
 }
 
-// procStat reads a process's parent pid, start time and whether it is a
-// zombie; ok is false when the process does not exist.
-func procStat(pid int) (ppid int, start uint64, zombie, ok bool) {
+// stat is what golem reads of a process from /proc/<pid>/stat.
+type stat struct {
+	ppid, pgrp int
+	start      uint64 // clock ticks after boot; field 22
+	zombie     bool
+}
+
+// readStat reads a process's stat; ok is false when the process does not
+// exist (or there is no /proc).
+func readStat(pid int) (st stat, ok bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, 0, false, false
+		return stat{}, false
 	}
 	// "pid (comm) state ppid pgrp ..."; comm may hold spaces and parentheses.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, 0, false, false
+		return stat{}, false
 	}
 	f := bytes.Fields(b[i+1:]) // f[0] is field 3 (state)
 	if len(f) < 20 {
-		return 0, 0, false, false
+		return stat{}, false
 	}
-	ppid, _ = strconv.Atoi(string(f[1]))
-	start, _ = strconv.ParseUint(string(f[19]), 10, 64)
-	return ppid, start, f[0][0] == 'Z', true
+	st.ppid, _ = strconv.Atoi(string(f[1]))
+	st.pgrp, _ = strconv.Atoi(string(f[2]))
+	st.start, _ = strconv.ParseUint(string(f[19]), 10, 64)
+	st.zombie = f[0][0] == 'Z'
+	return st, true
+}
+
+// atoi parses a /proc entry name as a pid.
+func atoi(name string) (int, bool) {
+	n, err := strconv.Atoi(name)
+	return n, err == nil
 }
 
 // descendants returns the processes below root (not root itself), found by
@@ -51,12 +66,12 @@ func descendants(root int) []procID {
 	}
 	children := map[int][]procID{}
 	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+		pid, ok := atoi(e.Name())
+		if !ok {
 			continue
 		}
-		if ppid, start, _, ok := procStat(pid); ok {
-			children[ppid] = append(children[ppid], procID{pid, start})
+		if st, ok := readStat(pid); ok {
+			children[st.ppid] = append(children[st.ppid], procID{pid, st.start})
 		}
 	}
 	var out []procID
@@ -73,13 +88,13 @@ func descendants(root int) []procID {
 
 // alive reports whether p is still the same, running (not zombie) process.
 func (p procID) alive() bool {
-	_, start, zombie, ok := procStat(p.pid)
-	return ok && !zombie && start == p.start
+	st, ok := readStat(p.pid)
+	return ok && !st.zombie && st.start == p.start
 }
 
 // signal sends sig to p if it is still the same process.
 func (p procID) signal(sig syscall.Signal) {
-	if _, start, _, ok := procStat(p.pid); ok && start == p.start {
+	if st, ok := readStat(p.pid); ok && st.start == p.start {
 		syscall.Kill(p.pid, sig) // gone meanwhile: nothing to do
 	}
 }

@@ -56,6 +56,17 @@ type InFlight struct {
 	AnswerThread  string
 	AnswerID      string
 	Started       time.Time
+	// The agent process running the turn, once started (0 before, and for
+	// engines that run in-process): its process group id (the CLI's pid)
+	// and its start time in clock ticks after boot, which tells it from an
+	// unrelated process that reuses the pid. At start-up a group still
+	// alive is stopped before the turn is marked interrupted.
+	AgentGroup int
+	AgentStart uint64
+	// Stream marks a turn whose answer went to a stream (the HTTP API, the
+	// terminal) rather than a posted message; it is recorded only while an
+	// agent process runs, so that a restart can stop it.
+	Stream bool
 }
 
 // Store is an open golem database. Create it with Open and release it with

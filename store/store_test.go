@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // fakeClock is a clock the test moves by hand.
@@ -273,8 +275,10 @@ func TestTurns(t *testing.T) {
 			t.Fatalf("begin %s: %v", turn.ID, err)
 		}
 	}
-	// The answer message exists now: the same turn is updated, not added.
+	// The answer message exists now, and the agent runs: the same turn is
+	// updated, not added.
 	first.AnswerChannel, first.AnswerThread, first.AnswerID = "C", "1.0", "2.0"
+	first.AgentGroup, first.AgentStart, first.Stream = 4242, 1<<40+7, true
 	if err := s.BeginTurn(first); err != nil {
 		t.Fatalf("update: %v", err)
 	}
@@ -312,6 +316,25 @@ func TestTurns(t *testing.T) {
 	}
 	if len(got) != 1 || got[0].ID != "t0" {
 		t.Errorf("after ending t1: %+v, want only t0", got)
+	}
+}
+
+// TestTurnRecordedBeforeAgentGroups: a turn written before records had the
+// agent's process group reads with none (no schema change was needed).
+func TestTurnRecordedBeforeAgentGroups(t *testing.T) {
+	s, _ := openTemp(t, nil)
+	old := `{"ID":"t9","Key":"slack:T:C","Platform":"slack","Channel":"C","Thread":"","ReplyTo":"1.0",` +
+		`"AnswerChannel":"","AnswerThread":"","AnswerID":"","Started":"2026-03-01T10:00:00Z"}`
+	err := s.update(func(tx *bolt.Tx) error { return tx.Bucket(bucketTurns).Put([]byte("t9"), []byte(old)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.InFlightTurns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].ID != "t9" || got[0].ReplyTo != "1.0" || got[0].AgentGroup != 0 || got[0].AgentStart != 0 || got[0].Stream {
+		t.Errorf("old record read as %+v", got)
 	}
 }
 
