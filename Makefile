@@ -1,17 +1,20 @@
 # `make test` is THE test command: it installs what the tests need when it is
-# missing (staticcheck, the pinned Claude Code CLI, Chromium), then runs vet,
+# missing (staticcheck, the pinned Claude Code and Codex CLIs, Chromium), then runs vet,
 # staticcheck and the race-enabled tests. A fresh machine passes with it alone.
 
 CLAUDE_CODE_VERSION := 2.1.197
+CODEX_VERSION       := 0.171.0
 STATICCHECK_VERSION := v0.8.2
 
 TOOLS       := $(CURDIR)/.tools
 STATICCHECK := $(TOOLS)/bin/staticcheck
 CLAUDE_BIN  := $(TOOLS)/claude-code/node_modules/.bin/claude
+CODEX_BIN   := $(TOOLS)/codex/node_modules/.bin/codex
 
 # Tests that need an outside program find it here; with GOLEM_REQUIRE_TOOLS
 # set they fail instead of skipping when it is missing.
 export GOLEM_CLAUDE_BIN := $(CLAUDE_BIN)
+export GOLEM_CODEX_BIN := $(CODEX_BIN)
 export GOLEM_CHROMIUM_BIN ?= /usr/bin/chromium
 export GOLEM_REQUIRE_TOOLS := 1
 
@@ -36,7 +39,7 @@ build:
 bench:
 	go test -run '^$$' -bench . -benchmem ./...
 
-tools: $(STATICCHECK) $(CLAUDE_BIN) chromium
+tools: $(STATICCHECK) $(CLAUDE_BIN) $(CODEX_BIN) chromium
 
 $(STATICCHECK):
 	GOBIN=$(TOOLS)/bin go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -44,6 +47,10 @@ $(STATICCHECK):
 $(CLAUDE_BIN):
 	npm install --prefix $(TOOLS)/claude-code --no-audit --no-fund --loglevel=error @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)
 	test -x $(CLAUDE_BIN)
+
+$(CODEX_BIN):
+	npm install --prefix $(TOOLS)/codex --no-audit --no-fund --loglevel=error @openai/codex@$(CODEX_VERSION)
+	test -x $(CODEX_BIN)
 
 chromium:
 	@command -v $(GOLEM_CHROMIUM_BIN) >/dev/null 2>&1 || { \

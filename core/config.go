@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/golem-chat/golem/engine"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -37,6 +38,7 @@ type Config struct {
 	Engines struct {
 		ClaudeCode EngineConfig `yaml:"claude-code"`
 		Cursor     EngineConfig `yaml:"cursor"`
+		Codex      EngineConfig `yaml:"codex"`
 	} `yaml:"engines"`
 
 	// Channels overrides engine, model or workdir for named conversations,
@@ -237,8 +239,8 @@ func expandScalars(n *yaml.Node) {
 
 // Validate checks values, naming the key of the first bad one.
 func (c *Config) Validate() error {
-	if c.Engine != "claude-code" && c.Engine != "cursor" {
-		return fmt.Errorf("engine: %q is not claude-code or cursor", c.Engine)
+	if _, ok := engine.Find(c.Engine); !ok {
+		return fmt.Errorf("engine: %q is not %s", c.Engine, engine.NamesText())
 	}
 	if _, err := ParseScope(c.SessionScope); err != nil {
 		return err
@@ -264,8 +266,8 @@ func (c *Config) Validate() error {
 		if !strings.Contains(key, ":") {
 			return fmt.Errorf("channels: %q must be platform:channel", key)
 		}
-		if ch.Engine != "" && ch.Engine != "claude-code" && ch.Engine != "cursor" {
-			return fmt.Errorf("channels.%s.engine: %q is not claude-code or cursor", key, ch.Engine)
+		if _, ok := engine.Find(ch.Engine); ch.Engine != "" && !ok {
+			return fmt.Errorf("channels.%s.engine: %q is not %s", key, ch.Engine, engine.NamesText())
 		}
 	}
 	for i, a := range c.Access.Allow {
@@ -305,8 +307,11 @@ func (c *Config) Path(p string) string {
 
 // EngineConfig returns the settings of the named engine.
 func (c *Config) EngineConfig(name string) EngineConfig {
-	if name == "cursor" {
+	switch name {
+	case "cursor":
 		return c.Engines.Cursor
+	case "codex":
+		return c.Engines.Codex
 	}
 	return c.Engines.ClaudeCode
 }

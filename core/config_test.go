@@ -65,7 +65,7 @@ func TestLoadConfigErrorsNameTheKey(t *testing.T) {
 	cases := []struct{ body, want string }{
 		{"engnie: cursor\n", "engnie"},
 		{"slack:\n  bot_tokn: x\n", "bot_tokn"},
-		{"engine: codex\n", "engine"},
+		{"engine: aider\n", "engine"},
 		{"session_scope: team\n", "session_scope"},
 		{"timeout: soon\n", "timeout"},
 		{"max_concurrent: 0\n", "max_concurrent"},

@@ -60,14 +60,20 @@ func (c *realClaude) newEngineWith(scenario string, set engine.ClaudeCodeSetting
 	return set.ClaudeCode()
 }
 
-// run runs one turn to its end and returns all its events. It fails the
-// test if the events channel is not closed within realRunTimeout, or if the
-// run's events break the one-terminal-event rule.
+// run runs one turn to its end and returns all its events (see realRun).
 func (c *realClaude) run(t *testing.T, e *engine.ClaudeCode, turn engine.Turn) []parser.Event {
 	t.Helper()
 	if turn.Workdir == "" {
 		turn.Workdir = c.workdir
 	}
+	return realRun(t, e, turn)
+}
+
+// realRun runs one turn of a real CLI to its end and returns all its
+// events. It fails the test if the events channel is not closed within
+// realRunTimeout, or if the run's events break the one-terminal-event rule.
+func realRun(t *testing.T, e engine.Engine, turn engine.Turn) []parser.Event {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), realRunTimeout)
 	defer cancel()
 	r, err := e.Run(ctx, turn)

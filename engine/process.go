@@ -35,6 +35,7 @@ type cli struct {
 	installHint    string // how to install the CLI, for ErrNotInstalled
 	skillsSubdir   string // e.g. ".claude/skills"
 	claudeMD       bool   // generate CLAUDE.md listing the skills
+	contextFile    string // else the generated file listing them, e.g. "AGENTS.md" ("" for none)
 	cfg            Config
 	log            *slog.Logger
 	// args returns the CLI's arguments (without argv[0]) for t, the prompt
@@ -47,6 +48,9 @@ type cli struct {
 	// keyEnv returns the environment variables that carry key.
 	keyEnv    func(key string) []string
 	newParser func() parser.Parser
+	// resumeParser, when set, is the parser of a run that resumes session
+	// id (for a CLI whose output alone does not say the resume failed).
+	resumeParser func(id string) parser.Parser
 }
 
 func newCLI(c cli) *cli {
@@ -72,7 +76,11 @@ func (c *cli) run(ctx context.Context, t Turn) (*Run, error) {
 		return nil, fmt.Errorf("engine %s: run: working directory %s is not a directory", c.name, t.Workdir)
 	}
 	if c.cfg.SkillsDir != "" {
-		if err := injectSkills(t.Workdir, c.cfg.SkillsDir, c.skillsSubdir, c.claudeMD, c.log); err != nil {
+		contextFile := c.contextFile
+		if c.claudeMD {
+			contextFile = "CLAUDE.md"
+		}
+		if err := injectSkills(t.Workdir, c.cfg.SkillsDir, c.skillsSubdir, contextFile, c.log); err != nil {
 			c.log.Warn("skill injection failed; running without it", "workdir", t.Workdir, "err", err)
 		}
 	}
@@ -137,6 +145,7 @@ type process struct {
 	cmd            *exec.Cmd
 	stdout, stderr *os.File // read ends of the pipes
 	started        time.Time
+	parser         parser.Parser // fresh for this process
 
 	// Set by stop, which exec calls (once) when ctx is done; Wait returns
 	// only after it did.
@@ -190,7 +199,10 @@ func (c *cli) start(ctx context.Context, path string, t Turn, key string) (*proc
 	cmd.Dir = t.Workdir
 	cmd.Env = c.env(key)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &process{cmd: cmd}
+	p := &process{cmd: cmd, parser: c.newParser()}
+	if t.SessionID != "" && c.resumeParser != nil {
+		p.parser = c.resumeParser(t.SessionID)
+	}
 	cmd.Cancel = p.stop
 	cmd.WaitDelay = killGrace // then the CLI gets SIGKILL; reap ends the rest
 
@@ -224,7 +236,7 @@ func (c *cli) start(ctx context.Context, path string, t Turn, key string) (*proc
 // follow reads p's output until it ends, sends its non-terminal events to
 // r, and returns its terminal event and whether any answer text was sent.
 func (c *cli) follow(ctx context.Context, r *Run, p *process) (final parser.Event, texted bool) {
-	guard := parser.NewGuard(c.newParser())
+	guard := parser.NewGuard(p.parser)
 	var parsed *parser.Event
 	// sends counts the events handed to the consumer, and sending is set
 	// while one waits for it: a reader held up by a slow consumer is not a

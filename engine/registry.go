@@ -16,6 +16,7 @@ import (
 var registry = []Spec{
 	claudeCodeSpec,
 	cursorSpec,
+	codexSpec,
 }
 
 // Spec describes one engine: what golem needs to know of a CLI before it

@@ -72,7 +72,7 @@ func (r Reason) String() string {
 //	tool_call:   ID, Name, Args
 //	tool_result: ID, Content, IsError
 //	warning:     Message
-//	done:        SessionID, DurationMS?, CostUSD?, NumTurns?
+//	done:        SessionID, DurationMS?, CostUSD?, NumTurns?, InputTokens?, OutputTokens?
 //	error:       Message, Reason?
 //
 // Optional numbers are pointers: a zero duration is a value, nil is absent.
@@ -88,6 +88,9 @@ type Event struct {
 	DurationMS *int64
 	CostUSD    *float64
 	NumTurns   *int
+	// Token usage of the whole run where the CLI reports it: input tokens
+	// (cached ones included) and output tokens (reasoning included).
+	InputTokens, OutputTokens *int64
 	// Reason is why an Error event ended the run; Failed (the zero value)
 	// for the CLI's own error. Message is what to show; never branch on it.
 	Reason Reason
@@ -150,6 +153,14 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		if e.NumTurns != nil {
 			b = append(b, `,"num_turns":`...)
 			b = strconv.AppendInt(b, int64(*e.NumTurns), 10)
+		}
+		if e.InputTokens != nil {
+			b = append(b, `,"input_tokens":`...)
+			b = strconv.AppendInt(b, *e.InputTokens, 10)
+		}
+		if e.OutputTokens != nil {
+			b = append(b, `,"output_tokens":`...)
+			b = strconv.AppendInt(b, *e.OutputTokens, 10)
 		}
 	case PermissionRequest:
 		str("id", e.ID)

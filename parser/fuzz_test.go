@@ -57,3 +57,8 @@ func FuzzCursor(f *testing.F) {
 	addFixtures(f, "cursor")
 	f.Fuzz(func(t *testing.T, data []byte) { checkRun(t, NewCursor(), data) })
 }
+
+func FuzzCodex(f *testing.F) {
+	addFixtures(f, "codex")
+	f.Fuzz(func(t *testing.T, data []byte) { checkRun(t, NewCodex(), data) })
+}
