@@ -88,8 +88,23 @@ type Place struct {
 	StartThread bool
 }
 
-// Handler receives incoming messages. The dispatcher's Handle never blocks
-// on a turn: it queues and returns.
+// Handler receives incoming messages.
+//
+// Handle returns at once, whatever the message causes: it never waits for a
+// turn, another message or a platform call, so a Source may call it on the
+// goroutine that reads its platform. It does only bounded local work first:
+// the dispatcher writes the message's dedupe record (and a command's change
+// to the store) before Handle returns, so that once it has returned a
+// redelivery of the same EventID is dropped, even after a restart; a Source
+// that confirms deliveries to its platform (Telegram's update offset) may
+// confirm a message once Handle has returned for it. Answers are sent
+// later: a turn's on its conversation's goroutine, the short ones (command
+// output, refusals, "queue full") by the conversation's answers, in the
+// order Handle was called for the conversation's messages; Dispatcher.Close
+// waits for all of them. Messages of one conversation must be handed to
+// Handle in the order they were sent; Handle may be called from many
+// goroutines for different conversations. A message's Sink is called from
+// Handle itself for a short answer, so it must not block.
 type Handler interface {
 	Handle(ctx context.Context, m Message)
 }

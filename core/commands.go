@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -37,7 +36,10 @@ func parseCommand(text string) (name, args string, ok bool) {
 	return word, strings.TrimSpace(rest), true
 }
 
-func (d *Dispatcher) command(ctx context.Context, m Message, name, args string) {
+// command runs a chat command in Handle: its change to the store is made
+// before Handle returns, so it takes effect in the order the messages came;
+// its answer is sent by the conversation's answers.
+func (d *Dispatcher) command(m Message, name, args string) {
 	key := KeyFor(m, d.opts.Scope)
 	var text string
 	var err error
@@ -57,10 +59,22 @@ func (d *Dispatcher) command(ctx context.Context, m Message, name, args string) 
 	}
 	if err != nil {
 		d.log.Error("command", "command", name, "conversation", key.String(), "err", err)
-		d.answer(ctx, m, "⚠️ **Error:** /"+name+" failed: "+err.Error(), true)
+		d.answer(m, "⚠️ **Error:** /"+name+" failed: "+err.Error(), true)
 		return
 	}
-	d.answer(ctx, m, text, false)
+	d.answer(m, text, false)
+}
+
+// Overtakes reports whether text is a command that acts on what is running
+// now (/stop), so that a Source may hand it to Handle ahead of earlier
+// messages of its chat that it is still preparing (attachments still
+// downloading): a user who sends /stop expects the agent to stop at once,
+// not after a download of several minutes. Every other command keeps its
+// place, since its effect depends on the messages before it (/new after a
+// message belongs after that message's turn).
+func Overtakes(text string) bool {
+	name, _, ok := parseCommand(strings.TrimSpace(text))
+	return ok && name == "stop"
 }
 
 func (d *Dispatcher) help() string {

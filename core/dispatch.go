@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/golem-chat/golem/engine"
+	"github.com/golem-chat/golem/internal/relay"
 	"github.com/golem-chat/golem/parser"
 	"github.com/golem-chat/golem/store"
 )
@@ -70,6 +71,11 @@ type Dispatcher struct {
 	interrupted []store.InFlight
 	closing     bool
 	workers     sync.WaitGroup
+
+	// answers sends the answers that are not turns (command output,
+	// refusals, "queue full", notices of messages that never ran) off the
+	// goroutine that asked for them, in order per conversation key.
+	answers *relay.Relay[string, func()]
 }
 
 // conversation is the in-memory state of one conversation: its waiting
@@ -121,6 +127,7 @@ func NewDispatcher(opts Options) (*Dispatcher, error) {
 	}
 	life, stop := context.WithCancel(context.Background())
 	return &Dispatcher{
+		answers:     relay.New(func(_ string, send func()) { send() }),
 		opts:        opts,
 		log:         opts.Logger,
 		slots:       make(chan struct{}, opts.MaxConcurrent),
@@ -188,9 +195,13 @@ func (d *Dispatcher) noticeInterrupted(a Poster, t store.InFlight) {
 	d.endTurn(t.ID)
 }
 
-// Handle takes one incoming message. It never waits for a turn: a turn is
-// queued for its conversation and runs on that conversation's goroutine.
-func (d *Dispatcher) Handle(ctx context.Context, m Message) {
+// Handle takes one incoming message and returns at once; see Handler for
+// the contract. The dedupe record and a command's change to the store are
+// written before it returns; a turn is queued for its conversation and runs
+// on that conversation's goroutine; an answer that is not a turn is queued
+// for the conversation's answers and sent by them. ctx is not used: what
+// Handle starts outlives the caller and ends with Close.
+func (d *Dispatcher) Handle(_ context.Context, m Message) {
 	log := d.log.With("platform", m.Platform, "channel", m.Channel, "user", m.User)
 	if m.EventID != "" {
 		first, err := d.opts.Store.MarkSeen(m.Platform+":"+m.EventID, seenTTL)
@@ -202,25 +213,25 @@ func (d *Dispatcher) Handle(ctx context.Context, m Message) {
 		}
 	}
 	if !d.allowed(m) {
-		d.refuse(ctx, m, log)
+		d.refuse(m, log)
 		return
 	}
 	text := strings.TrimSpace(m.Text)
 	if text == "" && len(m.Attachments) == 0 {
 		if m.Sink != nil { // a stream waits for its terminal event
-			d.answer(ctx, m, "the message is empty", true)
+			d.answer(m, "the message is empty", true)
 		}
 		return
 	}
 	if name, args, ok := parseCommand(text); ok {
-		d.command(ctx, m, name, args)
+		d.command(m, name, args)
 		return
 	}
 	key := KeyFor(m, d.opts.Scope)
 	d.mu.Lock()
 	if d.closing {
 		d.mu.Unlock()
-		d.answer(ctx, m, "golem is shutting down; send your message again in a moment.", true)
+		d.answer(m, "golem is shutting down; send your message again in a moment.", true)
 		return
 	}
 	c := d.convs[key.String()]
@@ -232,7 +243,7 @@ func (d *Dispatcher) Handle(ctx context.Context, m Message) {
 	if busy && len(c.queue) >= max(d.opts.QueueDepth, 0) {
 		n := len(c.queue)
 		d.mu.Unlock()
-		d.answer(ctx, m, fmt.Sprintf("⏳ I'm still working on this conversation and %d messages are waiting. Wait for the answer, or send /stop.", n), true)
+		d.answer(m, fmt.Sprintf("⏳ I'm still working on this conversation and %d messages are waiting. Wait for the answer, or send /stop.", n), true)
 		return
 	}
 	c.queue = append(c.queue, m)
@@ -267,25 +278,33 @@ func (d *Dispatcher) work(c *conversation) {
 			d.runTurn(ctx, c, m, gen)
 			<-d.slots
 		case <-ctx.Done(): // stopped while waiting for a slot
-			d.finishUnstarted(m, parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped})
+			// Waited for, so that it comes before the next turn's answer.
+			<-d.finishUnstarted(m, parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped})
 		}
 		stop()
 	}
 }
 
 // finishUnstarted tells a message's sender that its turn never ran: a
-// Sink gets end itself, a platform its Notice.
-func (d *Dispatcher) finishUnstarted(m Message, end parser.Event) {
+// Sink gets end itself, a platform its Notice. The returned channel is
+// closed once the notice is sent (see answer).
+func (d *Dispatcher) finishUnstarted(m Message, end parser.Event) <-chan struct{} {
 	if m.Sink != nil {
 		m.Sink(end)
-		return
+		done := make(chan struct{})
+		close(done)
+		return done
 	}
-	d.answer(d.life, m, Notice(end, d.opts.Timeout), true)
+	return d.answer(m, Notice(end, d.opts.Timeout), true)
 }
 
 // Close stops taking messages, lets running turns finish until ctx is
 // done, then stops them (they end "stopped" with their partial answers
-// kept), and waits for every answer to be delivered.
+// kept), and waits for every answer to be delivered: the turns' and the
+// short ones Handle queued, also those asked for while Close waits (a
+// message that arrives meanwhile is told golem is shutting down). If a
+// platform still has not answered 10 s after ctx is done, the calls to it
+// are cancelled.
 func (d *Dispatcher) Close(ctx context.Context) error {
 	d.mu.Lock()
 	d.closing = true
@@ -294,20 +313,18 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 		dropped = append(dropped, c.queue...)
 		c.queue = nil
 	}
-	if len(dropped) > 0 {
-		d.workers.Add(1)
-		go func() {
-			defer d.workers.Done()
-			for _, m := range dropped {
-				d.finishUnstarted(m, parser.Event{Type: parser.Error, Reason: parser.Interrupted,
-					Message: "golem is shutting down; this message was not run. Send it again later."})
-			}
-		}()
-	}
 	d.mu.Unlock()
+	for _, m := range dropped { // queued, not waited for: Close's wait below covers them
+		d.finishUnstarted(m, parser.Event{Type: parser.Error, Reason: parser.Interrupted,
+			Message: "golem is shutting down; this message was not run. Send it again later."})
+	}
 
 	idle := make(chan struct{})
-	go func() { d.workers.Wait(); close(idle) }()
+	go func() {
+		d.workers.Wait()  // turns, and the answers they wait for
+		d.answers.Close() // then every answer queued until now
+		close(idle)
+	}()
 	select {
 	case <-idle:
 		return nil
@@ -341,7 +358,7 @@ func (d *Dispatcher) allowed(m Message) bool {
 	return false
 }
 
-func (d *Dispatcher) refuse(ctx context.Context, m Message, log *slog.Logger) {
+func (d *Dispatcher) refuse(m Message, log *slog.Logger) {
 	who := m.Platform + ":" + m.User
 	d.mu.Lock()
 	last, seen := d.refused[who]
@@ -361,13 +378,18 @@ func (d *Dispatcher) refuse(ctx context.Context, m Message, log *slog.Logger) {
 	d.refused[who] = now
 	d.mu.Unlock()
 	log.Warn("unauthorized user refused")
-	d.answer(ctx, m, fmt.Sprintf("Sorry, you are not allowed to use this bot. Ask its operator to add `%s` to `access.allow`.", who), true)
+	d.answer(m, fmt.Sprintf("Sorry, you are not allowed to use this bot. Ask its operator to add `%s` to `access.allow`.", who), true)
 }
 
 // answer sends a short answer that is not a turn: command output, a
-// refusal, a full queue. Privately where the adapter can (isErr marks it
-// an error for Sink consumers).
-func (d *Dispatcher) answer(ctx context.Context, m Message, text string, isErr bool) {
+// refusal, a full queue, a notice. Privately where the adapter can (isErr
+// marks it an error for Sink consumers). It does not wait for the platform:
+// the answer is sent by the conversation's answers, after the ones asked
+// for before it, and the returned channel is closed once it has been sent
+// (or has failed, which is logged). A Sink is called at once, since it
+// must not block.
+func (d *Dispatcher) answer(m Message, text string, isErr bool) <-chan struct{} {
+	done := make(chan struct{})
 	if m.Sink != nil {
 		if isErr {
 			m.Sink(parser.Event{Type: parser.Error, Message: text})
@@ -375,20 +397,35 @@ func (d *Dispatcher) answer(ctx context.Context, m Message, text string, isErr b
 			m.Sink(parser.Event{Type: parser.Text, Content: text})
 			m.Sink(parser.Event{Type: parser.Done})
 		}
-		return
+		close(done)
+		return done
 	}
+	key := KeyFor(m, d.opts.Scope).String()
+	queued := d.answers.Put(key, func() {
+		defer close(done)
+		d.post(m, text)
+	})
+	if !queued {
+		d.log.Warn("answer dropped: golem has shut down", "platform", m.Platform, "conversation", key)
+		close(done)
+	}
+	return done
+}
+
+// post sends one short answer to the platform m came from.
+func (d *Dispatcher) post(m Message, text string) {
 	a := d.poster(m.Platform)
 	if a == nil {
 		d.log.Error("no poster registered and no sink to answer on", "platform", m.Platform)
 		return
 	}
 	if p, ok := a.(PrivateReplier); ok {
-		if err := p.ReplyPrivately(ctx, m, text); err != nil {
+		if err := p.ReplyPrivately(d.life, m, text); err != nil {
 			d.log.Warn("private reply", "platform", m.Platform, "err", err)
 		}
 		return
 	}
-	if _, err := a.Send(ctx, d.place(m), text); err != nil {
+	if _, err := a.Send(d.life, d.place(m), text); err != nil {
 		d.log.Warn("reply", "platform", m.Platform, "err", err)
 	}
 }

@@ -41,13 +41,13 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	conv, err := d.opts.Store.Conversation(key)
 	if err != nil {
 		log.Error("read conversation", "err", err)
-		d.answer(d.life, m, "⚠️ **Error:** golem could not read its session store; see the bot's log.", true)
+		<-d.answer(m, "⚠️ **Error:** golem could not read its session store; see the bot's log.", true)
 		return
 	}
 	set := d.settings(m, conv)
 	eng := d.opts.Engines[set.engine]
 	if eng == nil {
-		d.answer(d.life, m, "⚠️ **Error:** engine "+set.engine+" is not configured", true)
+		<-d.answer(m, "⚠️ **Error:** engine "+set.engine+" is not configured", true)
 		return
 	}
 
