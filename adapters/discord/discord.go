@@ -24,6 +24,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/internal/relay"
 )
 
 // Options configure an Adapter. Token is required; the rest have defaults.
@@ -65,11 +66,12 @@ type Adapter struct {
 	stopped      bool
 	botID        string
 	appID        string
-	interactions map[string]*interaction  // by interaction id
-	sent         map[string]*sentMessage  // interaction messages and their replacements, by message id
-	threads      map[string]string        // answer message id -> activity thread id
-	flat         map[string]bool          // channels where no thread can be started: DMs, threads
-	tails        map[string]chan struct{} // per channel: the last event still being prepared
+	interactions map[string]*interaction // by interaction id
+	sent         map[string]*sentMessage // interaction messages and their replacements, by message id
+	threads      map[string]string       // answer message id -> activity thread id
+	flat         map[string]bool         // channels where no thread can be started: DMs, threads
+
+	in *relay.Relay[lane, core.Message] // hands messages on in their channel's order
 }
 
 var (
@@ -124,8 +126,8 @@ func New(opts Options) (*Adapter, error) {
 		sent:         map[string]*sentMessage{},
 		threads:      map[string]string{},
 		flat:         map[string]bool{},
-		tails:        map[string]chan struct{}{},
 	}
+	a.in = relay.New(a.deliver)
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	s.Client = &http.Client{Timeout: 30 * time.Second, Transport: rewrite{base: base, next: transport}}
 	a.http = &http.Client{Timeout: 2 * time.Minute, Transport: transport}
@@ -210,6 +212,7 @@ func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
 	}
 	a.started, a.handler, a.life = true, h, ctx
 	a.mu.Unlock()
+	defer a.in.Close() // after the gateway is closed: no event comes later
 
 	for attempt := 1; ; attempt++ {
 		err := a.session.Open()

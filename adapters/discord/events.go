@@ -28,32 +28,28 @@ func (a *Adapter) running() (core.Handler, context.Context, string) {
 	return a.handler, a.life, a.botID
 }
 
+// lane is the order a message keeps: the events of one channel reach the
+// handler in the order they arrived, except that a command acting on what
+// is running now (core.Overtakes: /stop) has a lane of its own and so
+// overtakes messages whose attachments are still downloading.
+type lane struct {
+	channel string
+	urgent  bool
+}
+
 // inOrder prepares an event on its own goroutine (deferring an interaction
 // or downloading attachments must not hold up the gateway) and hands the
-// result to the handler in the order events arrived in the channel.
-func (a *Adapter) inOrder(channel string, prepare func() (core.Message, bool)) {
-	a.mu.Lock()
-	prev := a.tails[channel]
-	done := make(chan struct{})
-	a.tails[channel] = done
-	a.mu.Unlock()
-	go func() {
-		defer func() {
-			a.mu.Lock()
-			if a.tails[channel] == done {
-				delete(a.tails, channel)
-			}
-			a.mu.Unlock()
-			close(done)
-		}()
-		m, ok := prepare()
-		if prev != nil {
-			<-prev
-		}
-		if h, ctx, _ := a.running(); ok && h != nil {
-			h.Handle(ctx, m)
-		}
-	}()
+// result to the handler in its lane's order.
+func (a *Adapter) inOrder(channel, text string, prepare func() (core.Message, bool)) {
+	a.in.Add(lane{channel: channel, urgent: core.Overtakes(text)}, prepare)
+}
+
+// deliver hands a prepared message to the handler, unless the adapter has
+// stopped meanwhile.
+func (a *Adapter) deliver(_ lane, m core.Message) {
+	if h, ctx, _ := a.running(); h != nil {
+		h.Handle(ctx, m)
+	}
 }
 
 // onMessage turns a MESSAGE_CREATE that is addressed to the bot (a DM, an
@@ -95,7 +91,7 @@ func (a *Adapter) onMessage(_ *discordgo.Session, e *discordgo.MessageCreate) {
 		Mentioned: mentioned, DM: dm,
 	}
 	atts := m.Attachments
-	a.inOrder(m.ChannelID, func() (core.Message, bool) {
+	a.inOrder(m.ChannelID, msg.Text, func() (core.Message, bool) {
 		a.attach(&msg, atts)
 		return msg, true
 	})
@@ -150,7 +146,7 @@ func (a *Adapter) onInteraction(_ *discordgo.Session, e *discordgo.InteractionCr
 		User: user.ID, UserName: user.Username, Text: strings.TrimSpace(text),
 		Mentioned: true, DM: in.GuildID == "",
 	}
-	a.inOrder(in.ChannelID, func() (core.Message, bool) {
+	a.inOrder(in.ChannelID, msg.Text, func() (core.Message, bool) {
 		a.deferInteraction(st)
 		return msg, true
 	})

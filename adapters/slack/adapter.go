@@ -21,6 +21,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/internal/relay"
 )
 
 // Options configure an Adapter. The config keys of bot.yaml are noted.
@@ -73,9 +74,12 @@ type Adapter struct {
 	firstBackoff time.Duration
 
 	mu      sync.Mutex
-	botUser string                   // the bot's user id, "U..."
-	botID   string                   // the bot's bot id, "B..."
-	tails   map[string]chan struct{} // per channel: the last message still being prepared
+	botUser string // the bot's user id, "U..."
+	botID   string // the bot's bot id, "B..."
+
+	// in hands messages on in their channel's order; made by Start, used
+	// from Start's goroutine.
+	in *relay.Relay[lane, core.Message]
 }
 
 var (
@@ -122,7 +126,6 @@ func New(opts Options) (*Adapter, error) {
 		api:     client,
 		updates: newBudget(opts.UpdatesPerMinute, opts.UpdateBurst),
 		posts:   newChannelPace(opts.PostInterval, 3),
-		tails:   map[string]chan struct{}{},
 
 		firstBackoff: firstBackoff,
 	}, nil
@@ -152,8 +155,10 @@ func (a *Adapter) Measure(markdown string) int { return utf8.RuneCountInString(M
 // Start learns the bot's identity with auth.test, then connects Socket Mode
 // and delivers messages to h until ctx is done; slack-go reconnects after a
 // dropped socket or a disconnect request. Every envelope is acked as soon
-// as it arrives, before any slow work. Start returns nil after ctx ends and
-// an error when the tokens are refused.
+// as it arrives, before any slow work, and its message handed to h in its
+// channel's order (see inOrder). Start returns nil after ctx ends and
+// an error when the tokens are refused, once every message still being
+// prepared has been handed on or dropped.
 func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
 	auth, err := a.authenticate(ctx)
 	if err != nil {
@@ -167,6 +172,12 @@ func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
 	a.mu.Unlock()
 	a.log.Info("slack: authenticated", "team", auth.TeamID, "bot_user", auth.UserID)
 
+	a.in = relay.New(func(_ lane, m core.Message) {
+		if ctx.Err() == nil {
+			h.Handle(ctx, m)
+		}
+	})
+	defer a.in.Close()
 	sm := socketmode.New(a.client,
 		socketmode.OptionLog(slog.NewLogLogger(a.log.Handler(), slog.LevelDebug)))
 	runErr := make(chan error, 1)
@@ -229,7 +240,7 @@ func (a *Adapter) onSocketEvent(ctx context.Context, sm *socketmode.Client, h co
 	case socketmode.EventTypeSlashCommand:
 		if cmd, ok := ev.Data.(slackapi.SlashCommand); ok {
 			if m, ok := a.fromSlashCommand(cmd); ok {
-				h.Handle(ctx, m)
+				a.inOrder(ctx, h, m, nil)
 			}
 		}
 	}

@@ -16,8 +16,8 @@ import (
 )
 
 // onEventsAPI turns an app_mention or a direct message into a core.Message.
-// A message with files is handled on its own goroutine, after the files
-// are downloaded, so the socket keeps reading meanwhile; see inOrder.
+// A message with files is prepared on its own goroutine, so the socket
+// keeps reading while they download; see inOrder.
 func (a *Adapter) onEventsAPI(ctx context.Context, h core.Handler, ev socketmode.Event) {
 	outer, ok := ev.Data.(slackevents.EventsAPIEvent)
 	if !ok || outer.Type != slackevents.CallbackEvent {
@@ -53,43 +53,33 @@ func (a *Adapter) onEventsAPI(ctx context.Context, h core.Handler, ev socketmode
 	a.inOrder(ctx, h, m, files)
 }
 
-// inOrder hands m to h after its files are saved, and after the messages
-// of its channel that came before it, so that "see the file" followed by
-// "and fix it" reaches the agent in that order. A message with nothing to
-// wait for is handed on at once; the others wait on a goroutine of their
-// own. Called from Start's goroutine only, in the order events arrive.
+// lane is the order a message keeps: the messages of one channel reach the
+// handler in the order they came, so that "see the file" followed by "and
+// fix it" reaches the agent in that order, except that a command acting on
+// what is running now (core.Overtakes: /stop) has a lane of its own and so
+// overtakes messages whose files are still downloading.
+type lane struct {
+	channel string
+	urgent  bool
+}
+
+// inOrder hands m to h after its files are saved and after the messages of
+// its lane that came before it. A message with nothing to wait for is
+// handed on at once (Handle does not block); the others are prepared on a
+// goroutine of their own, so the socket keeps reading. Called from Start's
+// goroutine only, in the order events arrive.
 func (a *Adapter) inOrder(ctx context.Context, h core.Handler, m core.Message, files []slackapi.File) {
-	a.mu.Lock()
-	prev := a.tails[m.Channel]
-	if prev == nil && len(files) == 0 {
-		a.mu.Unlock()
+	l := lane{channel: m.Channel, urgent: core.Overtakes(m.Text)}
+	if len(files) == 0 && a.in.Idle(l) {
 		h.Handle(ctx, m)
 		return
 	}
-	done := make(chan struct{})
-	a.tails[m.Channel] = done
-	a.mu.Unlock()
-	go func() {
-		defer func() {
-			a.mu.Lock()
-			if a.tails[m.Channel] == done {
-				delete(a.tails, m.Channel)
-			}
-			a.mu.Unlock()
-			close(done)
-		}()
+	a.in.Add(l, func() (core.Message, bool) {
 		if len(files) > 0 {
 			a.attach(ctx, &m, files)
 		}
-		if prev != nil {
-			select {
-			case <-prev:
-			case <-ctx.Done():
-				return
-			}
-		}
-		h.Handle(ctx, m)
-	}()
+		return m, ctx.Err() == nil
+	})
 }
 
 // fromMention normalizes an app_mention in a channel. Mentions in direct

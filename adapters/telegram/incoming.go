@@ -20,11 +20,11 @@ import (
 // from people: in private chats always, in groups only when the bot is
 // mentioned, replied to or given a command (a bare /cmd, or /cmd@thisbot);
 // edits, other bots, the bot itself and service messages are dropped.
-// Attachments are downloaded into the inbox here.
-func (a *Adapter) normalize(ctx context.Context, u tgbotapi.Update, x extra) (core.Message, bool) {
+// It does no I/O: the attachments it returns are downloaded by attach.
+func (a *Adapter) normalize(u tgbotapi.Update, x extra) (core.Message, []file, bool) {
 	msg := u.Message
 	if msg == nil || msg.From == nil || msg.From.IsBot || msg.Chat == nil {
-		return core.Message{}, false
+		return core.Message{}, nil, false
 	}
 	private := msg.Chat.Type == "private"
 	text, ents := msg.Text, msg.Entities
@@ -45,10 +45,10 @@ func (a *Adapter) normalize(ctx context.Context, u tgbotapi.Update, x extra) (co
 	mentioned = mentioned || byName
 	text, command, forUs := a.command(text)
 	if !forUs {
-		return core.Message{}, false
+		return core.Message{}, nil, false
 	}
 	if !private && !mentioned && !command {
-		return core.Message{}, false
+		return core.Message{}, nil, false
 	}
 	m := core.Message{
 		EventID:   "telegram:" + strconv.Itoa(u.UpdateID),
@@ -64,15 +64,11 @@ func (a *Adapter) normalize(ctx context.Context, u tgbotapi.Update, x extra) (co
 	if thread != 0 {
 		m.Thread = strconv.FormatInt(thread, 10)
 	}
-	var notes []string
-	m.Attachments, notes = a.attachments(ctx, msg)
-	if len(notes) > 0 {
-		m.Text = strings.TrimSpace(m.Text + "\n\n" + strings.Join(notes, "\n"))
+	files := attachments(msg)
+	if m.Text == "" && len(files) == 0 {
+		return core.Message{}, nil, false // a sticker, a service message, ...
 	}
-	if m.Text == "" && len(m.Attachments) == 0 {
-		return core.Message{}, false // a sticker, a service message, ...
-	}
-	return m, true
+	return m, files, true
 }
 
 func displayName(u *tgbotapi.User) string {
@@ -135,27 +131,33 @@ func (a *Adapter) command(text string) (string, bool, bool) {
 	return strings.TrimSpace(name + " " + rest), true, true
 }
 
-// attachments downloads the message's photo (its largest size) and
-// document into the inbox. A file that cannot be saved becomes a note for
-// the agent instead, so the user hears why.
-func (a *Adapter) attachments(ctx context.Context, msg *tgbotapi.Message) ([]core.Attachment, []string) {
-	type want struct {
-		id, name string
-		size     int
-	}
-	var files []want
+// file is an attachment of a message, still to be downloaded.
+type file struct {
+	id, name string
+	size     int
+}
+
+// attachments lists the message's photo (its largest size) and document.
+func attachments(msg *tgbotapi.Message) []file {
+	var files []file
 	if n := len(msg.Photo); n > 0 {
 		p := msg.Photo[n-1]
-		files = append(files, want{p.FileID, fmt.Sprintf("photo-%d.jpg", msg.MessageID), p.FileSize})
+		files = append(files, file{p.FileID, fmt.Sprintf("photo-%d.jpg", msg.MessageID), p.FileSize})
 	}
 	if d := msg.Document; d != nil {
 		name := d.FileName
 		if name == "" {
 			name = fmt.Sprintf("document-%d", msg.MessageID)
 		}
-		files = append(files, want{d.FileID, name, d.FileSize})
+		files = append(files, file{d.FileID, name, d.FileSize})
 	}
-	var out []core.Attachment
+	return files
+}
+
+// attach downloads files into the inbox and puts them on m. A file that
+// cannot be saved becomes a note appended to m.Text instead, so the agent
+// and the user hear why.
+func (a *Adapter) attach(ctx context.Context, m *core.Message, files []file) {
 	var notes []string
 	for _, f := range files {
 		att, err := a.download(ctx, f.id, f.name, f.size)
@@ -164,9 +166,11 @@ func (a *Adapter) attachments(ctx context.Context, msg *tgbotapi.Message) ([]cor
 			notes = append(notes, core.NotSaved(f.name, err))
 			continue
 		}
-		out = append(out, att)
+		m.Attachments = append(m.Attachments, att)
 	}
-	return out, notes
+	if len(notes) > 0 {
+		m.Text = strings.TrimSpace(m.Text + "\n\n" + strings.Join(notes, "\n"))
+	}
 }
 
 // downloadTimeout bounds one attachment's download (20 MiB at a slow
@@ -191,7 +195,8 @@ func (a *Adapter) download(ctx context.Context, fileID, name string, size int) (
 	if err := json.Unmarshal(res, &f); err != nil || f.FilePath == "" {
 		return core.Attachment{}, fmt.Errorf("telegram: getFile %q: no file path (%v)", name, err)
 	}
-	// The poll loop waits for this download: bound it.
+	// The message and the later ones of its chat wait for this download:
+	// bound it.
 	ctx, cancel := context.WithTimeout(ctx, downloadTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+"/file/bot"+a.opts.Token+"/"+strings.TrimLeft(f.FilePath, "/"), nil)

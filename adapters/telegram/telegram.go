@@ -196,11 +196,17 @@ type extra struct {
 	} `json:"message"`
 }
 
-// poll runs getUpdates until ctx is done. The offset of the next update is
-// saved after each update is handed to h, so a restart neither loses nor
-// repeats one.
+// poll runs getUpdates until ctx is done, handing each update to an intake,
+// which passes its message on without holding the loop. The offset of the
+// next update is saved after each update is taken, and after the intake's
+// journal of updates not yet handed on, so a restart neither loses nor
+// repeats one (see intake). poll returns once every message being prepared
+// has been handed on or set aside for the next start.
 func (a *Adapter) poll(ctx context.Context, h core.Handler) error {
 	offset := a.loadOffset()
+	in := a.newIntake(ctx, h)
+	defer in.close()
+	in.replay(offset)
 	backoff := firstBackoff
 	for ctx.Err() == nil {
 		p := tgbotapi.Params{
@@ -243,7 +249,9 @@ func (a *Adapter) poll(ctx context.Context, h core.Handler) error {
 				a.log.Error("telegram: an update without an id skipped", "err", err)
 				continue
 			}
-			a.deliver(ctx, h, head.UpdateID, raw)
+			if in.take(head.UpdateID, raw) {
+				in.save() // before the offset: polling past it confirms it to Telegram
+			}
 			// Confirmed even when it could not be decoded: otherwise
 			// Telegram would send it again at once, forever.
 			offset = head.UpdateID + 1
@@ -252,21 +260,6 @@ func (a *Adapter) poll(ctx context.Context, h core.Handler) error {
 	}
 	a.log.Info("telegram: stopped")
 	return nil
-}
-
-// deliver decodes one update and hands its message, if it is one for the
-// bot, to h. An update the library cannot decode is logged and dropped.
-func (a *Adapter) deliver(ctx context.Context, h core.Handler, id int64, raw json.RawMessage) {
-	var u tgbotapi.Update
-	var x extra
-	if err := json.Unmarshal(raw, &u); err != nil {
-		a.log.Error("telegram: an update that cannot be decoded dropped", "update_id", id, "err", err)
-		return
-	}
-	_ = json.Unmarshal(raw, &x)
-	if m, ok := a.normalize(ctx, u, x); ok {
-		h.Handle(ctx, m)
-	}
 }
 
 func (a *Adapter) loadOffset() int64 {

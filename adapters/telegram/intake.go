@@ -1,0 +1,214 @@
+package telegram
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/internal/relay"
+)
+
+// pendingKey is where, in Options.State, the updates taken from Telegram
+// but not yet handed to the handler are kept.
+const pendingKey = "telegram.pending"
+
+// lane is the order a message keeps: the messages of one chat reach the
+// handler in the order they were sent, except that a command that acts on
+// what is running now (core.Overtakes: /stop) has a lane of its own and so
+// overtakes messages of its chat whose attachments are still downloading.
+type lane struct {
+	chat   string
+	urgent bool
+}
+
+// taken is a message ready for the handler and the update it came in.
+type taken struct {
+	update int64
+	m      core.Message
+}
+
+// intake hands the messages of the updates the poll loop takes to the
+// handler without holding the loop: a message with attachments downloads
+// them on a goroutine of its own, and a chat's later messages wait for it
+// while other chats go on.
+//
+// The poll loop confirms an update to Telegram (the next getUpdates asks
+// for the updates after it) as soon as it has taken it, whether or not its
+// download is done; Telegram then forgets it. So every update that is
+// confirmed before it reaches the handler is first written to a journal in
+// Options.State, and struck from it once Handle has returned for it. If
+// golem is killed meanwhile (a download in progress), the next start hands
+// the journal's updates on again, downloading their files anew; the ones
+// that had reached Handle just before the kill are dropped there as
+// duplicates, since Handle records each event id before it returns. No
+// update is lost and none is handed on twice.
+type intake struct {
+	a     *Adapter
+	ctx   context.Context
+	h     core.Handler
+	chats *relay.Relay[lane, taken]
+
+	mu      sync.Mutex
+	pending map[int64]json.RawMessage // the journal, by update id
+	dirty   bool                      // pending changed since it was last saved
+}
+
+func (a *Adapter) newIntake(ctx context.Context, h core.Handler) *intake {
+	in := &intake{a: a, ctx: ctx, h: h, pending: map[int64]json.RawMessage{}}
+	in.chats = relay.New(in.deliver)
+	return in
+}
+
+// replay takes the journal's updates again, oldest first, before polling
+// starts. Updates from offset on are dropped from it instead: they were
+// never confirmed, so Telegram sends them again.
+func (in *intake) replay(offset int64) {
+	for _, u := range in.load() {
+		if offset != 0 && u.id >= offset {
+			continue
+		}
+		in.a.log.Info("telegram: handing on an update taken before the restart", "update_id", u.id)
+		in.take(u.id, u.raw)
+	}
+	in.mu.Lock()
+	in.dirty = true // what was loaded minus what is handed on or dropped
+	in.mu.Unlock()
+	in.save()
+}
+
+// take hands on the message of one update, if it is one for the bot, and
+// reports whether the update was journaled (save it before confirming it).
+// A message with no attachment and nothing before it in its lane goes to
+// the handler at once, on the poll loop, since Handle does not block.
+// Called from the poll loop only.
+func (in *intake) take(id int64, raw json.RawMessage) bool {
+	var u tgbotapi.Update
+	var x extra
+	if err := json.Unmarshal(raw, &u); err != nil {
+		in.a.log.Error("telegram: an update that cannot be decoded dropped", "update_id", id, "err", err)
+		in.done(id)
+		return false
+	}
+	_ = json.Unmarshal(raw, &x)
+	m, files, ok := in.a.normalize(u, x)
+	if !ok {
+		in.done(id)
+		return false
+	}
+	l := lane{chat: m.Channel, urgent: core.Overtakes(m.Text)}
+	if len(files) == 0 && in.chats.Idle(l) {
+		in.h.Handle(in.ctx, m)
+		in.done(id)
+		return false
+	}
+	in.mu.Lock()
+	if _, held := in.pending[id]; !held {
+		in.pending[id], in.dirty = raw, true
+	}
+	in.mu.Unlock()
+	in.chats.Add(l, func() (taken, bool) {
+		in.a.attach(in.ctx, &m, files)
+		// Stopped meanwhile: the download was cut short, so leave the
+		// update in the journal for the next start.
+		return taken{update: id, m: m}, in.ctx.Err() == nil
+	})
+	return true
+}
+
+// deliver hands a prepared message to the handler in its lane's order.
+func (in *intake) deliver(_ lane, t taken) {
+	if in.ctx.Err() != nil {
+		return // kept in the journal for the next start
+	}
+	in.h.Handle(in.ctx, t.m)
+	in.done(t.update)
+}
+
+// done strikes an update from the journal once it needs no handing on.
+func (in *intake) done(id int64) {
+	in.mu.Lock()
+	_, held := in.pending[id]
+	if held {
+		delete(in.pending, id)
+		in.dirty = true
+	}
+	in.mu.Unlock()
+	if held {
+		in.save()
+	}
+}
+
+// save writes the journal if it changed. Writes are made under the lock,
+// so the journal stored is always the latest one.
+func (in *intake) save() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if !in.dirty || in.a.opts.State == nil {
+		in.dirty = false
+		return
+	}
+	var value []byte // nil removes the key
+	if len(in.pending) > 0 {
+		ids := make([]int64, 0, len(in.pending))
+		for id := range in.pending {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		raws := make([]json.RawMessage, len(ids))
+		for i, id := range ids {
+			raws[i] = in.pending[id]
+		}
+		value, _ = json.Marshal(raws)
+	}
+	if err := in.a.opts.State.Save(pendingKey, value); err != nil {
+		in.a.log.Error("telegram: saving the updates not yet handed on failed", "err", err)
+		return
+	}
+	in.dirty = false
+}
+
+type journaled struct {
+	id  int64
+	raw json.RawMessage
+}
+
+// load reads the journal, oldest update first, into pending.
+func (in *intake) load() []journaled {
+	if in.a.opts.State == nil {
+		return nil
+	}
+	b, err := in.a.opts.State.Load(pendingKey)
+	if err != nil {
+		in.a.log.Error("telegram: loading the updates not yet handed on failed", "err", err)
+		return nil
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(b, &raws); err != nil {
+		in.a.log.Error("telegram: the saved updates not yet handed on are unreadable; dropped", "err", err)
+		return nil
+	}
+	var out []journaled
+	for _, raw := range raws {
+		var head struct {
+			UpdateID int64 `json:"update_id"`
+		}
+		if json.Unmarshal(raw, &head) != nil {
+			continue
+		}
+		out = append(out, journaled{head.UpdateID, raw})
+	}
+	slices.SortFunc(out, func(a, b journaled) int { return cmp.Compare(a.id, b.id) })
+	return out
+}
+
+// close waits until every message being prepared has been handed on, or
+// dropped because ctx ended (those stay in the journal).
+func (in *intake) close() { in.chats.Close() }
