@@ -98,7 +98,9 @@ var _ Handler = (*Dispatcher)(nil)
 
 // NewDispatcher validates opts and returns a dispatcher. Turns that were in
 // flight when the bot last stopped are answered with an "interrupted"
-// notice as soon as their platform's adapter is registered.
+// notice as soon as their platform's adapter is registered; agents of
+// theirs that are still running (golem was killed outright) are stopped
+// first, before NewDispatcher returns (see stopLeftovers).
 func NewDispatcher(opts Options) (*Dispatcher, error) {
 	if opts.Store == nil {
 		return nil, errors.New("core: dispatcher needs a store")
@@ -136,7 +138,7 @@ func NewDispatcher(opts Options) (*Dispatcher, error) {
 		posters:     map[string]Poster{},
 		convs:       map[string]*conversation{},
 		refused:     map[string]time.Time{},
-		interrupted: interrupted,
+		interrupted: stopLeftovers(opts.Store, opts.Logger, interrupted),
 	}, nil
 }
 

@@ -69,6 +69,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	terminal := parser.Event{Type: parser.Error, Message: "the agent did not answer", Reason: parser.Crashed}
 	run, err := eng.Run(turnCtx, engine.Turn{
 		Prompt: prompt, SessionID: conv.SessionID, Model: set.model, Workdir: set.workdir, Files: files,
+		OnStart: out.started,
 	})
 	if err != nil {
 		terminal = parser.Event{Type: parser.Error, Message: err.Error(), Reason: parser.Failed}
@@ -123,19 +124,29 @@ func (d *Dispatcher) sameGeneration(c *conversation, gen int) bool {
 }
 
 // turnOutput is where a turn's events go: a Reply on the platform, or the
-// message's Sink.
+// message's Sink. started (nil: nothing to record) is engine.Turn.OnStart.
 type turnOutput struct {
-	add    func(parser.Event)
-	finish func(terminal parser.Event, timeout time.Duration)
-	close  func()
+	add     func(parser.Event)
+	finish  func(terminal parser.Event, timeout time.Duration)
+	close   func()
+	started func(engine.Group)
 }
 
+// output returns where m's answer goes. The turn is recorded in flight
+// while it runs: from the start for a posted answer, which a restart marks
+// interrupted; for a Sink only while an agent process runs, so that a
+// restart after a hard kill can stop it.
 func (d *Dispatcher) output(m Message, key string, log *slog.Logger) turnOutput {
+	f := &flight{st: d.opts.Store, log: log, t: store.InFlight{
+		ID: newID(), Key: key, Platform: m.Platform, Channel: m.Channel, Thread: m.Thread, Started: time.Now(),
+	}}
 	if m.Sink != nil {
+		f.t.Stream = true
 		return turnOutput{
-			add:    m.Sink,
-			finish: func(ev parser.Event, _ time.Duration) { m.Sink(ev) },
-			close:  func() {},
+			add:     m.Sink,
+			finish:  func(ev parser.Event, _ time.Duration) { m.Sink(ev) },
+			close:   f.end,
+			started: f.started,
 		}
 	}
 	a := d.poster(m.Platform)
@@ -144,18 +155,11 @@ func (d *Dispatcher) output(m Message, key string, log *slog.Logger) turnOutput 
 		return turnOutput{add: func(parser.Event) {}, finish: func(parser.Event, time.Duration) {}, close: func() {}}
 	}
 	place := d.place(m)
-	flight := store.InFlight{
-		ID: newID(), Key: key, Platform: m.Platform,
-		Channel: place.Channel, Thread: place.Thread, ReplyTo: place.ReplyTo, Started: time.Now(),
-	}
-	if err := d.opts.Store.BeginTurn(flight); err != nil {
-		log.Error("record turn", "err", err)
-	}
+	f.save("record turn", func(t *store.InFlight) { t.Channel, t.Thread, t.ReplyTo = place.Channel, place.Thread, place.ReplyTo })
 	r := NewReply(d.life, a, place, log, func(ref MessageRef) {
-		flight.AnswerChannel, flight.AnswerThread, flight.AnswerID = ref.Channel, ref.Thread, ref.ID
-		if err := d.opts.Store.BeginTurn(flight); err != nil {
-			log.Error("record answer", "err", err)
-		}
+		f.save("record answer", func(t *store.InFlight) {
+			t.AnswerChannel, t.AnswerThread, t.AnswerID = ref.Channel, ref.Thread, ref.ID
+		})
 	})
 	stopTyping := func() {}
 	if t, ok := a.(Typist); ok {
@@ -167,6 +171,7 @@ func (d *Dispatcher) output(m Message, key string, log *slog.Logger) turnOutput 
 			stopTyping()
 			r.Finish(Notice(ev, timeout))
 		},
-		close: func() { d.endTurn(flight.ID) },
+		close:   f.end,
+		started: f.started,
 	}
 }

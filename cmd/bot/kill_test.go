@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/golem-chat/golem/adapters/telegram/telegramtest"
+	"github.com/golem-chat/golem/engine/enginetest"
+)
+
+// botArgsEnv makes the test binary run the bot's main with these
+// arguments (separated by \x1f) instead of the tests, so that a test can
+// start the real bot as a process of its own and kill it.
+const botArgsEnv = "GOLEM_TEST_BOT_ARGS"
+
+func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(botArgsEnv); ok {
+		os.Args = append(os.Args[:1], strings.Split(args, "\x1f")...)
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// startBot starts `bot ARGS...` as a process of its own; its log goes to
+// log.
+func startBot(t *testing.T, log *syncBuffer, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), botArgsEnv+"="+strings.Join(args, "\x1f"))
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd
+}
+
+// running reports whether pid is a live (not zombie) process.
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, after, _ := bytes.Cut(b, []byte(") "))
+	return !bytes.HasPrefix(after, []byte("Z"))
+}
+
+// TestHardKilledBotStopsItsAgentsAtTheNextStart: golem killed outright
+// (SIGKILL) leaves its agent running in the agent's own process group; the
+// next start stops that agent and its child before it posts the
+// "interrupted" notice.
+func TestHardKilledBotStopsItsAgentsAtTheNextStart(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("finding a left agent again needs /proc")
+	}
+	tg := telegramtest.New(t, telegramtest.Options{})
+	dir := t.TempDir()
+	agentLog := filepath.Join(dir, "agent.log")
+	config := fmt.Sprintf(`
+engine: claude-code
+workspace: ./ws
+store: ./data/golem.db
+skills: ""
+access:
+  allow: ["telegram:42"]
+engines:
+  claude-code: {command: %q, env: {FAKE_AGENT_LOG: %q}}
+telegram: {token: %q, api_url: %q}
+slack: {bot_token: "", app_token: ""}
+http: {listen: ""}
+`, enginetest.Build(t), agentLog, tg.Token(), tg.URL)
+	path := filepath.Join(dir, "bot.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ada := telegramtest.User{ID: 42, FirstName: "Ada"}
+
+	var log1 syncBuffer
+	first := startBot(t, &log1, "serve", "--config", path)
+	tg.PushPrivate(ada, "!text 10\n!hang")
+	var inv enginetest.Invocation
+	tg.WaitUntil(t, 30*time.Second, "the partial answer and the agent's child", func() bool {
+		if invs := enginetest.ReadLog(t, agentLog); len(invs) == 1 {
+			inv = invs[0]
+		}
+		return inv.ChildPID != 0 && hasText(tg.BotMessages(42), "the quick")
+	})
+	t.Cleanup(func() { // whatever happens, leave nothing running
+		syscall.Kill(-inv.PID, syscall.SIGKILL)
+		syscall.Kill(inv.ChildPID, syscall.SIGKILL)
+	})
+
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait()
+	if !running(inv.PID) || !running(inv.ChildPID) {
+		t.Fatalf("after SIGKILL of golem the agent (%v) or its child (%v) is not running: nothing left to test; log:\n%s",
+			running(inv.PID), running(inv.ChildPID), log1.String())
+	}
+
+	var log2 syncBuffer
+	second := startBot(t, &log2, "serve", "--config", path)
+	tg.WaitUntil(t, 30*time.Second, "the interrupted notice", func() bool {
+		return hasText(tg.BotMessages(42), "restarted while answering")
+	})
+	// Stopped before the notice was posted, not eventually.
+	if running(inv.PID) || running(inv.ChildPID) {
+		t.Errorf("after the restart the agent (%v) or its child (%v) still runs; log:\n%s",
+			running(inv.PID), running(inv.ChildPID), log2.String())
+	}
+	if !strings.Contains(log2.String(), "stopped an agent that the last run of golem left running") {
+		t.Errorf("the restart did not log the agent it stopped:\n%s", log2.String())
+	}
+
+	if err := second.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- second.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("the restarted bot exited with %v; log:\n%s", err, log2.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the restarted bot did not stop; log:\n%s", log2.String())
+	}
+	if n := len(enginetest.ReadLog(t, agentLog)); n != 1 {
+		t.Errorf("the agent ran %d times, want once (the interrupted message must not run again)", n)
+	}
+}
