@@ -20,6 +20,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/golem-chat/golem/adapters/internal/retry"
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/internal/relay"
 )
@@ -46,7 +47,10 @@ type Options struct {
 	// WorkingReaction is the emoji added to a message while its turn runs;
 	// default "hourglass_flowing_sand"; "-" turns it off.
 	WorkingReaction string
-	// HTTPClient is used for every Web API call; default http.DefaultClient.
+	// HTTPClient is used for every Web API call and download; default a
+	// client that gives up on an answer not begun within 30 s and on any
+	// exchange after 10 minutes (one attempt of a Web API call is bounded
+	// to 30 s besides).
 	HTTPClient *http.Client
 }
 
@@ -59,6 +63,8 @@ type webAPI interface {
 	RemoveReactionContext(ctx context.Context, name string, item slackapi.ItemRef) error
 	GetFileInfoContext(ctx context.Context, id string, count, page int) (*slackapi.File, []slackapi.Comment, *slackapi.Paging, error)
 	GetFileContext(ctx context.Context, url string, w io.Writer) error
+	GetConversationHistoryContext(ctx context.Context, params *slackapi.GetConversationHistoryParameters) (*slackapi.GetConversationHistoryResponse, error)
+	GetConversationRepliesContext(ctx context.Context, params *slackapi.GetConversationRepliesParameters) ([]slackapi.Message, bool, string, error)
 }
 
 // Adapter is the Slack platform. Send, Edit, SendActivity and Typing are
@@ -69,9 +75,9 @@ type Adapter struct {
 	client *slackapi.Client
 	api    webAPI
 
-	updates      *budget // chat.update, workspace-wide
-	posts        *channelPace
-	firstBackoff time.Duration
+	updates *budget // chat.update, workspace-wide
+	posts   *channelPace
+	retry   retry.Policy // tests shorten its backoff
 
 	mu      sync.Mutex
 	botUser string // the bot's user id, "U..."
@@ -80,6 +86,8 @@ type Adapter struct {
 	// in hands messages on in their channel's order; made by Start, used
 	// from Start's goroutine.
 	in *relay.Relay[lane, core.Message]
+
+	posted map[string]string // per channel: the latest ts the bot posted; guarded by mu
 }
 
 var (
@@ -115,19 +123,23 @@ func New(opts Options) (*Adapter, error) {
 	if opts.APIURL != "" {
 		sopts = append(sopts, slackapi.OptionAPIURL(apiURL(opts.APIURL)))
 	}
-	if opts.HTTPClient != nil {
-		sopts = append(sopts, slackapi.OptionHTTPClient(opts.HTTPClient))
+	if opts.HTTPClient == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.ResponseHeaderTimeout = 30 * time.Second
+		opts.HTTPClient = &http.Client{Transport: tr, Timeout: 10 * time.Minute}
 	}
+	sopts = append(sopts, slackapi.OptionHTTPClient(opts.HTTPClient))
 	client := slackapi.New(opts.BotToken, sopts...)
+	log := opts.Logger.With("platform", "slack")
 	return &Adapter{
 		opts:    opts,
-		log:     opts.Logger.With("platform", "slack"),
+		log:     log,
 		client:  client,
 		api:     client,
 		updates: newBudget(opts.UpdatesPerMinute, opts.UpdateBurst),
 		posts:   newChannelPace(opts.PostInterval, 3),
-
-		firstBackoff: firstBackoff,
+		posted:  map[string]string{},
+		retry:   newPolicy(log),
 	}, nil
 }
 
@@ -199,7 +211,7 @@ func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
 // failures and 5xx (Slack may be unreachable when golem starts); a refused
 // token ends it at once.
 func (a *Adapter) authenticate(ctx context.Context) (*slackapi.AuthTestResponse, error) {
-	wait := a.firstBackoff
+	wait := a.retry.FirstBackoff
 	for {
 		var auth *slackapi.AuthTestResponse
 		err := a.do(ctx, "auth.test", func(ctx context.Context) (err error) {
@@ -209,11 +221,15 @@ func (a *Adapter) authenticate(ctx context.Context) (*slackapi.AuthTestResponse,
 		if err == nil {
 			return auth, nil
 		}
-		if !retryable(err) {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		v := verdict(err)
+		if v.Kind == retry.Final {
 			return nil, fmt.Errorf("slack: check the bot token: %w", err)
 		}
-		a.log.Warn("slack: cannot reach Slack; retrying", "err", err, "backoff_ms", wait.Milliseconds())
-		if err := sleep(ctx, wait); err != nil {
+		a.log.Warn("slack: cannot reach Slack; retrying", "method", "auth.test", "retry_in_ms", wait.Milliseconds(), "reason", v.Reason, "err", err)
+		if err := retry.Wait(ctx, wait); err != nil {
 			return nil, err
 		}
 		wait = min(2*wait, time.Minute)

@@ -230,7 +230,7 @@ func TestSendEditActivity(t *testing.T) {
 
 func TestRetries(t *testing.T) {
 	fake, a, _ := startAdapter(t, slacktest.Options{}, nil)
-	a.firstBackoff = 10 * time.Millisecond
+	a.retry.FirstBackoff = 10 * time.Millisecond
 	ctx := context.Background()
 	fake.Fail("chat.postMessage", slacktest.Fault{Status: 429, RetryAfter: 1}, slacktest.Fault{Status: 503})
 	ref, err := a.Send(ctx, core.Place{Channel: "C1"}, "after trouble")
@@ -268,6 +268,75 @@ func TestRetries(t *testing.T) {
 	fake.Fail("chat.postMessage", fails...)
 	if _, err := a.Send(ctx, core.Place{Channel: "C2"}, "doomed"); err == nil {
 		t.Error("a post that always fails succeeded")
+	}
+}
+
+// TestNoDoublePost: a chat.postMessage that failed late (a 5xx, an answer
+// that never came) but posted all the same is found by reading the channel
+// or thread back and not posted again; one that did not land is repeated.
+func TestNoDoublePost(t *testing.T) {
+	fake, a, _ := startAdapter(t, slacktest.Options{}, nil)
+	a.retry.FirstBackoff = 10 * time.Millisecond
+	a.retry.AttemptTimeout = 300 * time.Millisecond
+	ctx := context.Background()
+	top, err := a.Send(ctx, core.Place{Channel: "C1"}, "same")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name   string
+		fault  slacktest.Fault
+		thread bool
+		posts  int // chat.postMessage calls
+	}{
+		{"500, landed", slacktest.Fault{Status: 500, Landed: true}, false, 1},
+		{"500, not landed", slacktest.Fault{Status: 500}, false, 2},
+		{"hang, landed", slacktest.Fault{Hang: true, Landed: true}, false, 1},
+		{"hang, not landed", slacktest.Fault{Hang: true}, false, 2},
+		{"internal_error, landed", slacktest.Fault{Error: "internal_error", Landed: true}, false, 1},
+		{"500 in a thread, landed", slacktest.Fault{Status: 500, Landed: true}, true, 1},
+		{"hang in a thread, landed", slacktest.Fault{Hang: true, Landed: true}, true, 1},
+		{"500 in a thread, not landed", slacktest.Fault{Status: 500}, true, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			place, lookup := core.Place{Channel: "C1"}, "conversations.history"
+			if tt.thread {
+				place.Thread, lookup = top.ID, "conversations.replies"
+			}
+			before := len(fake.BotMessages("C1"))
+			posts, lookups := fake.Count("chat.postMessage", 0), fake.Count(lookup, 200)
+			fake.Fail("chat.postMessage", tt.fault)
+			// The same text as a message already there: only a post of
+			// this Send may count as landed.
+			ref, err := a.Send(ctx, place, "same")
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs := fake.BotMessages("C1")
+			if len(msgs) != before+1 {
+				t.Fatalf("%d new bot messages, want 1: %+v", len(msgs)-before, msgs)
+			}
+			last := msgs[len(msgs)-1]
+			if last.TS != ref.ID || last.Text != "same" || last.ThreadTS != place.Thread {
+				t.Errorf("Send returned %+v for the message %+v", ref, last)
+			}
+			if n := fake.Count("chat.postMessage", 0) - posts; n != tt.posts {
+				t.Errorf("%d chat.postMessage calls, want %d", n, tt.posts)
+			}
+			if n := fake.Count(lookup, 200) - lookups; n != 1 {
+				t.Errorf("%d %s calls, want 1", n, lookup)
+			}
+		})
+	}
+
+	// A post refused before it went out needs no lookup.
+	lookups := fake.Count("conversations.history", 0)
+	fake.Fail("chat.postMessage", slacktest.Fault{Status: 429, RetryAfter: 1})
+	if _, err := a.Send(ctx, core.Place{Channel: "C1"}, "after a 429"); err != nil {
+		t.Fatal(err)
+	}
+	if n := fake.Count("conversations.history", 0); n != lookups {
+		t.Errorf("a 429 led to %d history reads", n-lookups)
 	}
 }
 
@@ -376,7 +445,7 @@ func TestStartWaitsForSlack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.firstBackoff = time.Millisecond
+	a.retry.FirstBackoff = time.Millisecond
 	rec := make(recorder, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

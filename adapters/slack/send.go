@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
 	slackapi "github.com/slack-go/slack"
 	"golang.org/x/time/rate"
 
+	"github.com/golem-chat/golem/adapters/internal/retry"
 	"github.com/golem-chat/golem/core"
 )
 
@@ -54,10 +57,9 @@ func (a *Adapter) Edit(ctx context.Context, msg core.MessageRef, text string) er
 // chat.update budget first and only then takes the text, so an answer that
 // waited its turn shows what the agent has written by now.
 func (a *Adapter) EditLatest(ctx context.Context, msg core.MessageRef, latest func() string) error {
-	err := a.do(ctx, "chat.update", func(ctx context.Context) error {
-		if err := a.updates.wait(ctx); err != nil {
-			return err
-		}
+	call := retry.Call{Method: "chat.update", Idempotent: true, RateLimited: a.updates.pause,
+		Before: func(ctx context.Context) (func(), error) { return nil, a.updates.wait(ctx) }}
+	err := a.retry.Do(ctx, call, func(ctx context.Context) error {
 		_, _, _, err := a.api.UpdateMessageContext(ctx, msg.Channel, msg.ID,
 			slackapi.MsgOptionText(render(latest()), false))
 		return err
@@ -110,6 +112,10 @@ func (a *Adapter) Typing(ctx context.Context, on core.Message) (stop func()) {
 }
 
 // post sends one chat.postMessage at the channel's pace and returns its ts.
+// chat.postMessage has no idempotency key: when an attempt fails in a way
+// that may have posted anyway (a 5xx, a stalled answer), the channel or
+// thread is read back first and the post is repeated only if it did not
+// land (see the retry package).
 func (a *Adapter) post(ctx context.Context, channel, thread, text string) (string, error) {
 	rendered := render(text)
 	opts := []slackapi.MsgOption{slackapi.MsgOptionText(rendered, false),
@@ -118,15 +124,107 @@ func (a *Adapter) post(ctx context.Context, channel, thread, text string) (strin
 		opts = append(opts, slackapi.MsgOptionTS(thread))
 	}
 	var ts string
-	err := a.do(ctx, "chat.postMessage", func(ctx context.Context) error {
-		if err := a.posts.wait(ctx, channel); err != nil {
-			return err
-		}
+	call := retry.Call{Method: "chat.postMessage",
+		Before: func(ctx context.Context) (func(), error) { return nil, a.posts.wait(ctx, channel) },
+		Landed: func(ctx context.Context, since time.Time) (bool, error) {
+			found, err := a.findPost(ctx, channel, thread, rendered, since)
+			ts = found
+			return found != "", err
+		},
+	}
+	err := a.retry.Do(ctx, call, func(ctx context.Context) error {
 		var err error
 		_, ts, err = a.api.PostMessageContext(ctx, channel, opts...)
 		return err
 	})
+	if err == nil {
+		a.notePost(channel, ts)
+	}
 	return ts, err
+}
+
+// notePost remembers ts as the latest post known in channel, so that a
+// search for a post that may have landed does not take an earlier one with
+// the same text for it.
+func (a *Adapter) notePost(channel, ts string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.posted) > 10000 {
+		clear(a.posted)
+	}
+	if last, ok := a.posted[channel]; !ok || tsAfter(ts, last) {
+		a.posted[channel] = ts
+	}
+}
+
+// clockSlack widens the search for a post that may have landed: Slack's
+// timestamps are Slack's clock, the attempt's start is ours.
+const clockSlack = 2 * time.Second
+
+// findPost returns the ts of the bot's message in channel (in thread, when
+// set) whose text is text, posted since the given time (less clockSlack)
+// and after the latest post the adapter knows in channel, or "" when there
+// is none. It reads the thread with conversations.replies or the channel
+// with conversations.history.
+func (a *Adapter) findPost(ctx context.Context, channel, thread, text string, since time.Time) (string, error) {
+	user, bot := a.botIdentity()
+	if user == "" && bot == "" {
+		return "", errors.New("the bot's identity is not known yet")
+	}
+	from := since.Add(-clockSlack)
+	oldest := fmt.Sprintf("%d.%06d", from.Unix(), from.Nanosecond()/1000)
+	a.mu.Lock()
+	if last, ok := a.posted[channel]; ok && tsAfter(last, oldest) {
+		oldest = last
+	}
+	a.mu.Unlock()
+	var msgs []slackapi.Message
+	var err error
+	if thread != "" {
+		err = a.do(ctx, "conversations.replies", func(ctx context.Context) error {
+			var err error
+			msgs, _, _, err = a.api.GetConversationRepliesContext(ctx, &slackapi.GetConversationRepliesParameters{
+				ChannelID: channel, Timestamp: thread, Oldest: oldest, Limit: 200})
+			return err
+		})
+	} else {
+		err = a.do(ctx, "conversations.history", func(ctx context.Context) error {
+			res, err := a.api.GetConversationHistoryContext(ctx, &slackapi.GetConversationHistoryParameters{
+				ChannelID: channel, Oldest: oldest, Limit: 200})
+			if err == nil {
+				msgs = res.Messages
+			}
+			return err
+		})
+	}
+	if err != nil {
+		return "", err
+	}
+	found := ""
+	for _, m := range msgs {
+		mine := (bot != "" && m.BotID == bot) || (user != "" && m.User == user)
+		inPlace := m.ThreadTimestamp == thread || (thread == "" && m.ThreadTimestamp == m.Timestamp)
+		if thread != "" && m.Timestamp == thread {
+			inPlace = false // the thread's parent
+		}
+		if mine && inPlace && m.Text == text && (found == "" || tsAfter(m.Timestamp, found)) {
+			found = m.Timestamp
+		}
+	}
+	return found, nil
+}
+
+// tsAfter reports whether Slack timestamp x is later than y.
+func tsAfter(x, y string) bool {
+	xs, xf, _ := strings.Cut(x, ".")
+	ys, yf, _ := strings.Cut(y, ".")
+	if len(xs) != len(ys) {
+		return len(xs) > len(ys)
+	}
+	if xs != ys {
+		return xs > ys
+	}
+	return xf > yf
 }
 
 // render is Mrkdwn, never empty (Slack refuses an empty text).
@@ -137,84 +235,49 @@ func render(markdown string) string {
 	return "…"
 }
 
-// Retry bounds: a rate-limited call is retried after each Retry-After up
-// to maxRateLimited times; a 5xx or network failure up to maxFailures
-// times with exponential backoff.
-const (
-	maxRateLimited = 10
-	maxFailures    = 5
-	firstBackoff   = 250 * time.Millisecond // tests shorten Adapter.firstBackoff
-	maxBackoff     = 8 * time.Second
-)
+// maxFailures bounds the 5xx and network failures of one Web API call.
+const maxFailures = 5
 
-// do runs call, honouring Retry-After on 429 (for chat.update it also
-// pauses the shared budget, since the limit is the workspace's) and
-// retrying 5xx and network failures with backoff. Other errors (Slack's
-// ok:false answers) return at once.
-func (a *Adapter) do(ctx context.Context, method string, call func(context.Context) error) error {
-	limited, failed := 0, 0
-	backoff := a.firstBackoff
-	for {
-		err := call(ctx)
-		if err == nil || ctx.Err() != nil {
-			return err
-		}
-		var wait time.Duration
-		if rl, ok := errors.AsType[*slackapi.RateLimitedError](err); ok {
-			limited++
-			if limited > maxRateLimited {
-				return fmt.Errorf("%s: still rate limited after %d tries: %w", method, limited, err)
-			}
-			wait = rl.RetryAfter
-			if method == "chat.update" {
-				a.updates.pause(wait)
-			}
-			a.log.Warn("slack: rate limited", "method", method, "retry_after_ms", wait.Milliseconds())
-		} else if retryable(err) {
-			failed++
-			if failed > maxFailures {
-				return fmt.Errorf("%s: failed %d times: %w", method, failed, err)
-			}
-			wait, backoff = backoff, min(2*backoff, maxBackoff)
-			a.log.Warn("slack: call failed; retrying", "method", method, "err", err, "backoff_ms", wait.Milliseconds())
-		} else {
-			return fmt.Errorf("%s: %w", method, err)
-		}
-		if err := sleep(ctx, wait); err != nil {
-			return fmt.Errorf("%s: %w", method, err)
-		}
-	}
+// newPolicy is the adapter's retry policy: Retry-After honoured on every
+// 429, 5xx and network failures retried with backoff, an attempt bounded
+// to 30 s. Slack's ok:false answers are final but for its few transient
+// error codes.
+func newPolicy(log *slog.Logger) retry.Policy {
+	return retry.Policy{Log: log, Classify: verdict, AttemptTimeout: 30 * time.Second,
+		MaxFailures: maxFailures, FirstBackoff: 250 * time.Millisecond, MaxBackoff: 8 * time.Second}
 }
 
-// retryable reports whether a failed call may succeed when repeated: a 5xx
-// answer, a transient Slack error, or a network failure.
-func retryable(err error) bool {
+// do runs an idempotent Web API call (a read, a reaction, a download)
+// under the adapter's retry policy, with no rate budget.
+func (a *Adapter) do(ctx context.Context, method string, call func(context.Context) error) error {
+	return a.retry.Do(ctx, retry.Call{Method: method, Idempotent: true}, call)
+}
+
+// verdict reads a failed Web API call for the retry policy.
+func verdict(err error) retry.Verdict {
+	if rl, ok := errors.AsType[*slackapi.RateLimitedError](err); ok {
+		return retry.Limited(rl.RetryAfter)
+	}
 	if sc, ok := errors.AsType[slackapi.StatusCodeError](err); ok {
-		return sc.Code >= 500
+		if sc.Code >= 500 {
+			return retry.Failed(fmt.Sprintf("http_%d", sc.Code))
+		}
+		return retry.Refused
 	}
 	if se, ok := errors.AsType[slackapi.SlackErrorResponse](err); ok {
 		switch se.Err {
 		case "internal_error", "fatal_error", "service_unavailable", "request_timeout":
-			return true
+			return retry.Failed(se.Err)
 		}
-		return false
+		return retry.Refused
 	}
-	_, isNet := errors.AsType[net.Error](err)
-	return isNet
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
+	if ne, ok := errors.AsType[net.Error](err); ok {
+		if ne.Timeout() {
+			return retry.Failed("timeout")
+		}
+		return retry.Failed("network")
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return retry.Refused
 }
 
 // budget is a workspace-wide call budget: a token bucket that never spends
@@ -242,7 +305,7 @@ func (b *budget) wait(ctx context.Context) error {
 		b.mu.Lock()
 		until := b.paused
 		b.mu.Unlock()
-		if err := sleep(ctx, time.Until(until)); err != nil {
+		if err := retry.Wait(ctx, time.Until(until)); err != nil {
 			return err
 		}
 		if err := b.lim.Wait(ctx); err != nil {

@@ -55,6 +55,13 @@ type Fault struct {
 	Status     int    // 429, 500, 503, ...; 200 with Error for ok:false
 	RetryAfter int    // seconds, sent with a 429
 	Error      string // ok:false error code, with Status 200 (or 0)
+	// Hang holds the call unanswered until the client gives up (a stalled
+	// connection); Status and Error are then unused.
+	Hang bool
+	// Landed runs the call before answering with the fault, as Slack may
+	// when it fails late: a chat.postMessage answered 500 or left hanging
+	// has posted its message all the same.
+	Landed bool
 }
 
 // Message is a message in a channel of the fake.
@@ -80,6 +87,7 @@ type Server struct {
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced on every change
 	seq      int
+	lastTS   int64 // the latest message timestamp, in microseconds
 	calls    []Call
 	faults   map[string][]Fault
 	msgs     []*Message
@@ -234,10 +242,15 @@ func (s *Server) notifyLocked() {
 	s.changed = make(chan struct{})
 }
 
-// nextTSLocked returns a fresh, increasing message timestamp.
+// nextTSLocked returns a fresh message timestamp: the server's clock in
+// microseconds, as Slack's, and increasing.
 func (s *Server) nextTSLocked() string {
-	s.seq++
-	return fmt.Sprintf("%d.%06d", 1700000000+s.seq, s.seq)
+	now := time.Now().UnixMicro()
+	if now <= s.lastTS {
+		now = s.lastTS + 1
+	}
+	s.lastTS = now
+	return fmt.Sprintf("%d.%06d", now/1e6, now%1e6)
 }
 
 // nextIDLocked returns a fresh id with prefix.

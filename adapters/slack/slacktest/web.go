@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -20,33 +21,52 @@ const maxText = 40000
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	method := r.PathValue("method")
 	args, token := parseArgs(r)
+	a, hang := s.answerAPI(method, args, token)
+	if hang {
+		<-r.Context().Done() // the client gave up
+		return
+	}
+	if a.status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", fmt.Sprint(a.retryAfter))
+	}
+	if a.html {
+		http.Error(w, "<html>upstream trouble</html>", a.status)
+		return
+	}
+	writeJSON(w, a.status, a.body)
+}
 
+// answer is what serveAPI writes.
+type answer struct {
+	status     int
+	retryAfter int // seconds, sent as Retry-After with a 429
+	html       bool
+	body       map[string]any
+}
+
+// answerAPI runs one call: a scripted fault or the method itself. A fault
+// with Landed runs the method first (a message is stored) and answers the
+// fault anyway; hang holds the answer until the client gives up.
+func (s *Server) answerAPI(method string, args map[string]string, token string) (a answer, hang bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.notifyLocked()
 	call := Call{Method: method, Args: args, At: time.Now()}
-	record := func(status int, errCode string) {
+	defer func() { s.calls = append(s.calls, call) }()
+	reply := func(status int, errCode string) answer {
 		call.Status, call.Error = status, errCode
-		s.calls = append(s.calls, call)
+		if errCode != "" {
+			return answer{status: status, body: map[string]any{"ok": false, "error": errCode}}
+		}
+		return answer{status: status, body: map[string]any{"ok": true}}
 	}
 
+	var fault *Fault
 	if q := s.faults[method]; len(q) > 0 {
-		f := q[0]
+		fault = &q[0]
 		s.faults[method] = q[1:]
-		switch {
-		case f.Status == http.StatusTooManyRequests:
-			record(f.Status, "ratelimited")
-			w.Header().Set("Retry-After", fmt.Sprint(f.RetryAfter))
-			writeJSON(w, f.Status, map[string]any{"ok": false, "error": "ratelimited"})
-			return
-		case f.Status >= 500:
-			record(f.Status, "")
-			http.Error(w, "<html>upstream trouble</html>", f.Status)
-			return
-		default:
-			record(http.StatusOK, f.Error)
-			writeJSON(w, http.StatusOK, map[string]any{"ok": false, "error": f.Error})
-			return
+		if !fault.Landed {
+			return s.faultLocked(*fault, reply), fault.Hang
 		}
 	}
 
@@ -55,32 +75,51 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		want = AppToken
 	}
 	if token != want {
-		record(http.StatusOK, "invalid_auth")
-		writeJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "invalid_auth"})
-		return
+		return reply(http.StatusOK, "invalid_auth"), false
 	}
 
 	if method == "chat.update" {
 		if wait, over := s.overUpdateBudgetLocked(call.At); over {
-			record(http.StatusTooManyRequests, "ratelimited")
-			w.Header().Set("Retry-After", fmt.Sprint(wait))
-			writeJSON(w, http.StatusTooManyRequests, map[string]any{"ok": false, "error": "ratelimited"})
-			return
+			a := reply(http.StatusTooManyRequests, "ratelimited")
+			a.retryAfter = wait
+			return a, false
 		}
 	}
 
 	res, errCode := s.apiLocked(method, args)
 	if errCode != "" {
-		record(http.StatusOK, errCode)
-		writeJSON(w, http.StatusOK, map[string]any{"ok": false, "error": errCode})
-		return
+		return reply(http.StatusOK, errCode), false
 	}
 	if method == "chat.update" {
 		s.updates = append(s.updates, call.At)
 	}
-	record(http.StatusOK, "")
-	res["ok"] = true
-	writeJSON(w, http.StatusOK, res)
+	if fault != nil { // it landed, and the client hears of trouble
+		return s.faultLocked(*fault, reply), fault.Hang
+	}
+	a = reply(http.StatusOK, "")
+	for k, v := range res {
+		a.body[k] = v
+	}
+	return a, false
+}
+
+// faultLocked is the answer a fault scripts.
+func (s *Server) faultLocked(f Fault, reply func(int, string) answer) answer {
+	switch {
+	case f.Hang:
+		reply(0, "") // recorded as unanswered
+		return answer{}
+	case f.Status == http.StatusTooManyRequests:
+		a := reply(f.Status, "ratelimited")
+		a.retryAfter = f.RetryAfter
+		return a
+	case f.Status >= 500:
+		a := reply(f.Status, "")
+		a.html = true
+		return a
+	default:
+		return reply(http.StatusOK, f.Error)
+	}
 }
 
 // overUpdateBudgetLocked reports whether one more chat.update at now would
@@ -159,17 +198,36 @@ func (s *Server) apiLocked(method string, a map[string]string) (map[string]any, 
 			m.Reactions = slices.DeleteFunc(m.Reactions, func(n string) bool { return n == a["name"] })
 		}
 		return map[string]any{}, ""
-	case "conversations.replies":
-		var out []map[string]any
-		for _, m := range s.msgs {
-			if m.Channel == a["channel"] && (m.TS == a["ts"] || m.ThreadTS == a["ts"]) {
+	case "conversations.history":
+		// Top-level messages, newest first, between oldest and latest
+		// (exclusive unless inclusive=true), as Slack answers.
+		if a["channel"] == "" {
+			return nil, "channel_not_found"
+		}
+		out := []map[string]any{}
+		for i := len(s.msgs) - 1; i >= 0; i-- {
+			m := s.msgs[i]
+			if m.Channel == a["channel"] && m.ThreadTS == "" && inRange(m.TS, a) {
 				out = append(out, wireMessage(m))
 			}
 		}
-		if len(out) == 0 {
+		out, more := limited(out, a)
+		return map[string]any{"messages": out, "has_more": more}, ""
+	case "conversations.replies":
+		// The thread's parent, then its replies between oldest and latest,
+		// oldest first.
+		parent := s.findLocked(a["channel"], a["ts"])
+		if parent == nil || parent.ThreadTS != "" && parent.ThreadTS != parent.TS {
 			return nil, "thread_not_found"
 		}
-		return map[string]any{"messages": out, "has_more": false}, ""
+		out := []map[string]any{wireMessage(parent)}
+		for _, m := range s.msgs {
+			if m.Channel == a["channel"] && m.ThreadTS == a["ts"] && m != parent && inRange(m.TS, a) {
+				out = append(out, wireMessage(m))
+			}
+		}
+		out, more := limited(out, a)
+		return map[string]any{"messages": out, "has_more": more}, ""
 	case "files.info":
 		f, ok := s.files[a["file"]]
 		if !ok {
@@ -178,6 +236,40 @@ func (s *Server) apiLocked(method string, a map[string]string) (map[string]any, 
 		return map[string]any{"file": f.wire(s.URL)}, ""
 	}
 	return nil, "unknown_method"
+}
+
+// inRange reports whether ts lies between the oldest and latest
+// arguments of a history call.
+func inRange(ts string, a map[string]string) bool {
+	t, incl := micros(ts), a["inclusive"] == "true" || a["inclusive"] == "1"
+	if o := a["oldest"]; o != "" && (t < micros(o) || t == micros(o) && !incl) {
+		return false
+	}
+	if l := a["latest"]; l != "" && (t > micros(l) || t == micros(l) && !incl) {
+		return false
+	}
+	return true
+}
+
+// micros parses a Slack timestamp, "1700000000.000100", into microseconds.
+func micros(ts string) int64 {
+	sec, frac, _ := strings.Cut(ts, ".")
+	frac = (frac + "000000")[:6]
+	s, _ := strconv.ParseInt(sec, 10, 64)
+	f, _ := strconv.ParseInt(frac, 10, 64)
+	return s*1e6 + f
+}
+
+// limited cuts msgs to the call's limit (Slack's default 100).
+func limited(msgs []map[string]any, a map[string]string) ([]map[string]any, bool) {
+	n, err := strconv.Atoi(a["limit"])
+	if err != nil || n <= 0 {
+		n = 100
+	}
+	if len(msgs) > n {
+		return msgs[:n], true
+	}
+	return msgs, false
 }
 
 // wireMessage is m as the Web API shows it.
