@@ -90,7 +90,8 @@ func (d *Dispatcher) help() string {
 	for _, n := range names {
 		fmt.Fprintf(&b, "• `/%s` — %s\n", n, commands[n])
 	}
-	return strings.TrimRight(b.String(), "\n")
+	b.WriteString("Engines: " + strings.Join(d.engineNames(), ", ") + ".")
+	return b.String()
 }
 
 // stop cancels the conversation's running turn, which kills the agent's

@@ -27,11 +27,11 @@ const refusalEvery = 10 * time.Minute
 
 // Options configure a Dispatcher.
 type Options struct {
-	Engines       map[string]engine.Engine // by config name: "claude-code", "cursor"
+	Engines       map[string]engine.Engine // by config name; /engine and /help offer these
 	DefaultEngine string
 	Models        map[string]string // default model per engine; "" = CLI default
 	// Channels overrides engine, model or workdir per "platform:channel".
-	Channels  map[string]ChannelConfig
+	Channels  map[string]Override
 	Store     *store.Store
 	Workspace string   // absolute; the agent's working directory
 	Scope     Scope    // default ScopeChannel

@@ -281,7 +281,7 @@ func waitGone(t *testing.T, pid int) {
 func TestChannelOverride(t *testing.T) {
 	workdir := t.TempDir()
 	h := newHarness(t, chatLimits, func(o *core.Options) {
-		o.Channels = map[string]core.ChannelConfig{"rec:C1": {Model: "haiku", Workdir: workdir}}
+		o.Channels = map[string]core.Override{"rec:C1": {Model: "haiku", Workdir: workdir}}
 	})
 	h.say("alice", "hi")
 	h.rec.waitText("echo: hi")

@@ -14,13 +14,13 @@ const (
 	ScopeUser    Scope = "user"    // each user in a channel has their own session
 )
 
-// ParseScope validates a session_scope value.
+// ParseScope validates a scope's name.
 func ParseScope(s string) (Scope, error) {
 	switch Scope(s) {
 	case ScopeChannel, ScopeThread, ScopeUser:
 		return Scope(s), nil
 	}
-	return "", fmt.Errorf("session_scope %q: want channel, thread or user", s)
+	return "", fmt.Errorf("%q is not channel, thread or user", s)
 }
 
 // Key identifies a conversation: platform:workspace:channel, plus

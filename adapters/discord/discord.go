@@ -30,7 +30,7 @@ import (
 // Options configure an Adapter. Token is required; the rest have defaults.
 type Options struct {
 	Token  string   // the bot token, without "Bot "
-	APIURL string   // Discord's base URL; default "https://discord.com" (the API is under /api/v9)
+	APIURL string   // Discord's base URL; default DefaultAPIURL (the API is under /api/v9)
 	Guilds []string // register slash commands in these guilds (instant); empty: globally
 	Inbox  core.Inbox
 	Logger *slog.Logger
@@ -92,7 +92,7 @@ func New(opts Options) (*Adapter, error) {
 		return nil, errors.New("discord: token is required")
 	}
 	if opts.APIURL == "" {
-		opts.APIURL = "https://discord.com"
+		opts.APIURL = DefaultAPIURL
 	}
 	base, err := url.Parse(opts.APIURL)
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {

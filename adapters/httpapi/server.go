@@ -107,7 +107,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: listen address %q: %w", addr, err)
 	}
-	if opts.Token == "" && !loopbackHost(host) {
+	if opts.Token == "" && !IsLoopback(host) {
 		return nil, fmt.Errorf("%w: %q (set http.token)", ErrInsecureListen, addr)
 	}
 	s := &Server{opts: opts, log: opts.Logger.With("platform", "http"), heartbeat: heartbeatInterval}
@@ -119,16 +119,6 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("httpapi: prepare the web page: %w", err)
 	}
 	return s, nil
-}
-
-// loopbackHost reports whether host (no port) names only this machine:
-// "localhost" or a loopback IP. An empty host means every interface.
-func loopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
-	return ip != nil && ip.IsLoopback()
 }
 
 // Platform returns "http".
@@ -214,7 +204,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 				return
 			}
-		} else if !loopbackHost(hostOnly(r.Host)) {
+		} else if !IsLoopback(hostOnly(r.Host)) {
 			writeError(w, http.StatusForbidden, "without a token the API answers only requests to localhost")
 			return
 		}

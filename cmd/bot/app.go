@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/golem-chat/golem/config"
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/engine"
 	"github.com/golem-chat/golem/store"
@@ -22,7 +23,7 @@ const shutdownGrace = 30 * time.Second
 
 // app is golem wired from its configuration: store, engines, dispatcher.
 type app struct {
-	cfg       core.Config
+	cfg       config.Config
 	log       *slog.Logger
 	store     *store.Store
 	d         *core.Dispatcher
@@ -31,12 +32,12 @@ type app struct {
 
 // configFlag adds --config to fs; the default ./bot.yaml may be missing
 // (the embedded defaults run), a named file must exist.
-func configFlag(fs *flag.FlagSet) func() (core.Config, error) {
+func configFlag(fs *flag.FlagSet) func() (config.Config, error) {
 	path := fs.String("config", "bot.yaml", "the configuration `file`")
-	return func() (core.Config, error) {
+	return func() (config.Config, error) {
 		named := false
 		fs.Visit(func(f *flag.Flag) { named = named || f.Name == "config" })
-		return core.LoadConfig(*path, !named)
+		return config.Load(*path, !named)
 	}
 }
 
@@ -46,7 +47,7 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
-func newApp(cfg core.Config, log *slog.Logger) (*app, error) {
+func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 	workspace, err := filepath.Abs(cfg.Path(cfg.Workspace))
 	if err != nil {
 		return nil, err
@@ -67,20 +68,9 @@ func newApp(cfg core.Config, log *slog.Logger) (*app, error) {
 	engines := map[string]engine.Engine{}
 	models := map[string]string{}
 	for _, name := range engine.Names() {
-		ec := cfg.EngineConfig(name)
-		spec, _ := engine.Find(name)
-		set := spec.NewSettings()
-		*set.Base() = engine.Config{
-			Command:   ec.Command,
-			Args:      ec.Args,
-			Env:       ec.Env,
-			APIKey:    ec.APIKey,
-			SkillsDir: skills,
-			Logger:    log,
-		}
-		if cc, ok := set.(*engine.ClaudeCodeSettings); ok { // until the config moves out of core
-			cc.PartialMessages = ec.PartialMessages
-		}
+		set := cfg.Engines[name]
+		base := set.Base()
+		base.SkillsDir, base.Logger = skills, log
 		eng := set.Engine()
 		if _, err := eng.Lookup(); err != nil {
 			level := slog.LevelInfo
@@ -90,13 +80,16 @@ func newApp(cfg core.Config, log *slog.Logger) (*app, error) {
 			log.Log(context.Background(), level, "engine CLI not found; chats using it get the install hint", "engine", name, "err", err)
 		}
 		engines[name] = eng
-		models[name] = ec.Model
+		models[name] = base.Model
+	}
+	channels, err := cfg.Overrides()
+	if err != nil {
+		return nil, err
 	}
 	st, err := store.Open(cfg.Path(cfg.Store))
 	if err != nil {
 		return nil, err
 	}
-	scope, _ := core.ParseScope(cfg.SessionScope)
 	queueDepth := cfg.QueueDepth
 	if queueDepth == 0 {
 		queueDepth = -1 // queue_depth: 0 means none may wait; core's 0 is its default
@@ -105,10 +98,10 @@ func newApp(cfg core.Config, log *slog.Logger) (*app, error) {
 		Engines:       engines,
 		DefaultEngine: cfg.Engine,
 		Models:        models,
-		Channels:      cfg.Channels,
+		Channels:      channels,
 		Store:         st,
 		Workspace:     workspace,
-		Scope:         scope,
+		Scope:         cfg.SessionScope,
 		Allow:         cfg.Access.Allow,
 		// The terminal is the operator's own; the HTTP API listens on
 		// loopback or behind its token (config validation insists).

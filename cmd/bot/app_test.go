@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golem-chat/golem/config"
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/engine/enginetest"
 	"github.com/golem-chat/golem/parser"
@@ -15,9 +16,9 @@ import (
 
 func TestQueueDepthZeroLetsNoMessageWait(t *testing.T) {
 	dir := t.TempDir()
-	cfg := core.DefaultConfig()
+	cfg := config.Default()
 	cfg.Workspace, cfg.Store, cfg.Skills = dir, filepath.Join(dir, "golem.db"), ""
-	cfg.Engines.ClaudeCode.Command = enginetest.Build(t)
+	cfg.Engines["claude-code"].Base().Command = enginetest.Build(t)
 	cfg.QueueDepth = 0
 	a, err := newApp(cfg, newLogger(io.Discard, "error"))
 	if err != nil {

@@ -1,0 +1,12 @@
+package slack
+
+// DefaultAPIURL is Slack's own base URL.
+const DefaultAPIURL = "https://slack.com/api/"
+
+// Config is the slack: section of bot.yaml. Slack is on when both tokens
+// are set.
+type Config struct {
+	BotToken string `yaml:"bot_token"` // "xoxb-..."
+	AppToken string `yaml:"app_token"` // "xapp-...", with connections:write
+	APIURL   string `yaml:"api_url"`   // see Options.APIURL
+}

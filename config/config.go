@@ -1,0 +1,144 @@
+// Package config reads bot.yaml, golem's configuration, for cmd/bot.
+//
+// It composes the sections that the other packages declare: each adapter
+// its own (slack.Config, telegram.Config, discord.Config, httpapi.Config)
+// and each engine of the engine registry its own under engines.<name>
+// (engine.Settings), so that adding an engine touches nothing here and
+// adding a platform adds one field. core only takes the resulting
+// core.Options from cmd/bot.
+//
+// Every key has a default (Default), so an empty or missing file runs a
+// local bot with the registry's default engine. ${VAR} expands from the
+// environment in every value; unknown keys and bad values are errors that
+// name the key ("slack.bot_token: ...", "engines.cursor.model: ...",
+// "timeout: ...").
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/golem-chat/golem/adapters/discord"
+	"github.com/golem-chat/golem/adapters/httpapi"
+	"github.com/golem-chat/golem/adapters/slack"
+	"github.com/golem-chat/golem/adapters/telegram"
+	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/engine"
+)
+
+// Config is bot.yaml.
+type Config struct {
+	Engine        string        `yaml:"engine"`         // default engine, a name of the engine registry
+	Workspace     string        `yaml:"workspace"`      // the agent's working directory
+	Skills        string        `yaml:"skills"`         // skills injected into the workspace
+	Store         string        `yaml:"store"`          // the bbolt file
+	SessionScope  core.Scope    `yaml:"session_scope"`  // channel | thread | user
+	Timeout       time.Duration `yaml:"timeout"`        // per turn
+	MaxConcurrent int           `yaml:"max_concurrent"` // turns at once, all conversations
+	QueueDepth    int           `yaml:"queue_depth"`    // waiting messages per conversation
+	MaxUpload     int64         `yaml:"max_upload_bytes"`
+	LogLevel      string        `yaml:"log_level"` // debug | info | warn | error
+
+	Access Access `yaml:"access"`
+
+	// Engines holds the section engines.<name> of every engine in the
+	// registry, by name; an engine the file does not mention has its
+	// defaults. It is decoded by Load (see decode), hence no yaml key here.
+	Engines map[string]engine.Settings `yaml:"-"`
+
+	// Channels overrides engine, model or workdir for named conversations,
+	// keyed "platform:channel" (e.g. "slack:C0123", "telegram:-100123").
+	Channels map[string]Channel `yaml:"channels"`
+
+	Slack    slack.Config    `yaml:"slack"`
+	Telegram telegram.Config `yaml:"telegram"`
+	Discord  discord.Config  `yaml:"discord"`
+	HTTP     httpapi.Config  `yaml:"http"`
+
+	dir string // the config file's folder; relative paths resolve from it
+}
+
+// Access is the access: section.
+type Access struct {
+	Allow []string `yaml:"allow"` // "slack:U123", "telegram:123", "discord:9876", "slack:*", "*"
+}
+
+// Channel is one entry of channels:, a per-conversation override.
+type Channel struct {
+	Engine  string `yaml:"engine"`
+	Model   string `yaml:"model"`
+	Workdir string `yaml:"workdir"` // relative to the config file's folder
+}
+
+// Default is the configuration an empty bot.yaml gives.
+func Default() Config {
+	c := Config{
+		Engine:        engine.Default().Name,
+		Workspace:     "./workspace",
+		Skills:        "./skills",
+		Store:         "./data/golem.db",
+		SessionScope:  core.ScopeChannel,
+		Timeout:       10 * time.Minute,
+		MaxConcurrent: 8,
+		QueueDepth:    5,
+		MaxUpload:     20 << 20,
+		LogLevel:      "info",
+		Engines:       map[string]engine.Settings{},
+		Slack:         slack.Config{APIURL: slack.DefaultAPIURL},
+		Telegram:      telegram.Config{APIURL: telegram.DefaultAPIURL},
+		Discord:       discord.Config{APIURL: discord.DefaultAPIURL},
+		HTTP:          httpapi.Config{Listen: httpapi.DefaultListen},
+		dir:           ".",
+	}
+	for _, s := range engine.Engines() {
+		c.Engines[s.Name] = s.NewSettings()
+	}
+	return c
+}
+
+// Load reads path over Default. A missing file is not an error when
+// allowMissing is set (the defaults run).
+func Load(path string, allowMissing bool) (Config, error) {
+	c := Default()
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && allowMissing {
+		return c, c.Validate()
+	}
+	if err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	if err := c.parse(raw); err != nil {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	c.dir = filepath.Dir(path)
+	return c, c.Validate()
+}
+
+// Path resolves a configured path relative to the config file's folder.
+func (c *Config) Path(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(c.dir, p)
+}
+
+// Overrides returns channels: as core takes them, workdirs made absolute.
+func (c *Config) Overrides() (map[string]core.Override, error) {
+	out := make(map[string]core.Override, len(c.Channels))
+	for key, ch := range c.Channels {
+		o := core.Override{Engine: ch.Engine, Model: ch.Model}
+		if ch.Workdir != "" {
+			dir, err := filepath.Abs(c.Path(ch.Workdir))
+			if err != nil {
+				return nil, fmt.Errorf("channels.%s.workdir: %w", key, err)
+			}
+			o.Workdir = dir
+		}
+		out[key] = o
+	}
+	return out, nil
+}

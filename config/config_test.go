@@ -1,0 +1,208 @@
+package config
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/engine"
+)
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "bot.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestLoadConfigShippedFile(t *testing.T) {
+	c, err := Load("../bot.yaml", false)
+	if err != nil {
+		t.Fatalf("the shipped bot.yaml does not load: %v", err)
+	}
+	if c.Engine != "claude-code" || c.HTTP.Listen != "127.0.0.1:8080" {
+		t.Errorf("unexpected defaults: engine %q, http.listen %q", c.Engine, c.HTTP.Listen)
+	}
+}
+
+func TestLoadConfigMissingFileUsesDefaults(t *testing.T) {
+	c, err := Load(filepath.Join(t.TempDir(), "nope.yaml"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Timeout != 10*time.Minute || c.MaxConcurrent != 8 || c.QueueDepth != 5 {
+		t.Errorf("defaults not applied: %+v", c)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "nope.yaml"), false); err == nil {
+		t.Error("a named config file that is missing must be an error")
+	}
+}
+
+func TestLoadConfigExpandsEnvironment(t *testing.T) {
+	t.Setenv("GOLEM_TEST_TOKEN", `xoxb-1: "quoted" # not a comment`)
+	path := writeConfig(t, "slack:\n  bot_token: ${GOLEM_TEST_TOKEN}\n  app_token: ${GOLEM_TEST_UNSET}\ntimeout: 90s\n")
+	c, err := Load(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Slack.BotToken != `xoxb-1: "quoted" # not a comment` {
+		t.Errorf("bot_token = %q", c.Slack.BotToken)
+	}
+	if c.Slack.AppToken != "" {
+		t.Errorf("an unset variable must expand to empty, got %q", c.Slack.AppToken)
+	}
+	if c.Timeout != 90*time.Second {
+		t.Errorf("timeout = %v", c.Timeout)
+	}
+	if c.Slack.APIURL != "https://slack.com/api/" {
+		t.Errorf("defaults under a partly given section must stay: api_url = %q", c.Slack.APIURL)
+	}
+}
+
+func TestLoadConfigErrorsNameTheKey(t *testing.T) {
+	cases := []struct{ body, want string }{
+		{"engnie: cursor\n", "engnie"},
+		{"slack:\n  bot_tokn: x\n", "bot_tokn"},
+		{"engine: no-such-cli\n", "engine"},
+		{"session_scope: team\n", "session_scope"},
+		{"timeout: soon\n", "timeout"},
+		{"max_concurrent: 0\n", "max_concurrent"},
+		{"access:\n  allow: [alice]\n", "access.allow"},
+		{"http:\n  listen: 0.0.0.0:8080\n", "http.listen"},
+		{"channels:\n  C1: {engine: cursor}\n", "channels"},
+		{"log_level: loud\n", "log_level"},
+	}
+	for _, tc := range cases {
+		_, err := Load(writeConfig(t, tc.body), false)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v does not name %q", tc.body, err, tc.want)
+		}
+	}
+}
+
+func TestConfigPathsResolveFromTheFile(t *testing.T) {
+	path := writeConfig(t, "workspace: ./ws\nstore: /abs/golem.db\n")
+	c, err := Load(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Path(c.Workspace), filepath.Join(filepath.Dir(path), "ws"); got != want {
+		t.Errorf("workspace = %q, want %q", got, want)
+	}
+	if c.Path(c.Store) != "/abs/golem.db" {
+		t.Errorf("absolute path changed: %q", c.Path(c.Store))
+	}
+}
+
+func FuzzLoadConfig(f *testing.F) {
+	f.Add("engine: cursor\ntimeout: 5m\n")
+	f.Add("access:\n  allow: ['*']\nchannels:\n  slack:C1: {model: x}\n")
+	f.Add("engines:\n  claude-code: {partial_messages: false, env: {A: b}}\n  cursor:\n")
+	f.Add("slack: {bot_token: [x], app_tokn: y}\nengines: [cursor]\n")
+	f.Fuzz(func(t *testing.T, body string) {
+		c := Default()
+		if err := c.parse([]byte(body)); err == nil {
+			_ = c.Validate()
+		}
+	})
+}
+
+func TestLoadConfigEngines(t *testing.T) {
+	t.Setenv("GOLEM_TEST_KEY", "k-1")
+	path := writeConfig(t, `engines:
+  cursor:
+    model: gpt-5
+    api_key: ${GOLEM_TEST_KEY}
+    env: {A: b}
+  claude-code:
+    command: /opt/claude
+    partial_messages: false
+    args: [--max-turns, "3"]
+`)
+	c, err := Load(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := c.Engines["cursor"].Base()
+	if cur.Model != "gpt-5" || cur.APIKey != "k-1" || cur.Env["A"] != "b" || cur.Command != "" {
+		t.Errorf("engines.cursor = %+v", cur)
+	}
+	cc, ok := c.Engines["claude-code"].(*engine.ClaudeCodeSettings)
+	if !ok {
+		t.Fatalf("engines.claude-code is a %T", c.Engines["claude-code"])
+	}
+	if cc.Command != "/opt/claude" || cc.PartialMessages == nil || *cc.PartialMessages || !slices.Equal(cc.Args, []string{"--max-turns", "3"}) {
+		t.Errorf("engines.claude-code = %+v", cc)
+	}
+	for _, name := range engine.Names() {
+		if c.Engines[name] == nil {
+			t.Errorf("no settings for engine %s", name)
+		}
+	}
+}
+
+func TestLoadConfigEngineWithoutKeysHasDefaults(t *testing.T) {
+	c, err := Load(writeConfig(t, "engines:\n  cursor:\n"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Engines["cursor"] == nil || c.Engines["claude-code"] == nil {
+		t.Fatalf("engines = %v", c.Engines)
+	}
+	if e := c.Engines["cursor"].Engine(); e.Name() != "cursor" {
+		t.Errorf("engines.cursor builds %s", e.Name())
+	}
+}
+
+// TestLoadConfigErrorsAreExact pins the messages of errors inside the
+// sections the config package composes from other packages.
+func TestLoadConfigErrorsAreExact(t *testing.T) {
+	cases := []struct{ body, want string }{
+		{"timeout: soon\n", "timeout: cannot unmarshal !!str `soon` into time.Duration"},
+		{"slack:\n  bot_token: [x]\n", "slack.bot_token: cannot unmarshal !!seq into string"},
+		{"slack: {bot_token: x, app_tokn: y}\n", "slack.app_tokn: field app_tokn not found in type slack.Config"},
+		{"access:\n  allow:\n    - a:b\n    - [c]\n", "access.allow[1]: cannot unmarshal !!seq into string"},
+		{"telegram:\n  drafts: maybe\n", "telegram.drafts: cannot unmarshal !!str `maybe` into bool"},
+		{"discord:\n  guilds: 5\n", "discord.guilds: cannot unmarshal !!int `5` into []string"},
+		{"engines:\n  cursor:\n    model: [a, b]\n", "engines.cursor.model: cannot unmarshal !!seq into string"},
+		{"engines:\n  cursor:\n    partial_messages: true\n", "engines.cursor.partial_messages: field partial_messages not found"},
+		{"engines:\n  claude-code:\n    partial_messages: sometimes\n", "engines.claude-code.partial_messages: cannot unmarshal !!str `sometimes` into bool"},
+		{"engines:\n  no-such-cli: {}\n", `engines.no-such-cli: "no-such-cli" is not ` + engine.NamesText()},
+		{"engine: no-such-cli\n", `engine: "no-such-cli" is not ` + engine.NamesText()},
+		{"channels:\n  slack:C1: {engine: no-such-cli}\n", `channels.slack:C1.engine: "no-such-cli" is not ` + engine.NamesText()},
+		{"session_scope: team\n", `session_scope: "team" is not channel, thread or user`},
+		{"http:\n  listen: 0.0.0.0:8080\n", "http.listen: 0.0.0.0:8080 is not a loopback address; set http.token"},
+	}
+	for _, tc := range cases {
+		_, err := Load(writeConfig(t, tc.body), false)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want one containing %q", tc.body, err, tc.want)
+		}
+	}
+}
+
+func TestConfigOverrides(t *testing.T) {
+	path := writeConfig(t, "channels:\n  slack:C1: {engine: cursor, model: m, workdir: ./proj}\n  telegram:-100: {workdir: /abs}\n")
+	c, err := Load(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Overrides()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]core.Override{
+		"slack:C1":      {Engine: "cursor", Model: "m", Workdir: filepath.Join(filepath.Dir(path), "proj")},
+		"telegram:-100": {Workdir: "/abs"},
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("overrides = %+v, want %+v", got, want)
+	}
+}

@@ -1,0 +1,69 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+
+	"github.com/golem-chat/golem/adapters/httpapi"
+	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/engine"
+)
+
+// Validate checks values, naming the key of the first bad one.
+func (c *Config) Validate() error {
+	if _, ok := engine.Find(c.Engine); !ok {
+		return fmt.Errorf("engine: %q is not %s", c.Engine, engine.NamesText())
+	}
+	if _, err := core.ParseScope(string(c.SessionScope)); err != nil {
+		return fmt.Errorf("session_scope: %w", err)
+	}
+	if c.Timeout <= 0 {
+		return fmt.Errorf("timeout: must be positive, like 10m")
+	}
+	if c.MaxConcurrent < 1 {
+		return fmt.Errorf("max_concurrent: must be at least 1")
+	}
+	if c.QueueDepth < 0 {
+		return fmt.Errorf("queue_depth: must not be negative")
+	}
+	if c.MaxUpload < 0 {
+		return fmt.Errorf("max_upload_bytes: must not be negative")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("log_level: %q is not debug, info, warn or error", c.LogLevel)
+	}
+	keys := make([]string, 0, len(c.Channels))
+	for key := range c.Channels {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys) // the first bad one is the same every time
+	for _, key := range keys {
+		if !strings.Contains(key, ":") {
+			return fmt.Errorf("channels: %q must be platform:channel", key)
+		}
+		if e := c.Channels[key].Engine; e != "" {
+			if _, ok := engine.Find(e); !ok {
+				return fmt.Errorf("channels.%s.engine: %q is not %s", key, e, engine.NamesText())
+			}
+		}
+	}
+	for i, a := range c.Access.Allow {
+		if a != "*" && !strings.Contains(a, ":") {
+			return fmt.Errorf("access.allow[%d]: %q must be platform:user or *", i, a)
+		}
+	}
+	if c.HTTP.Listen != "" {
+		host, _, err := net.SplitHostPort(c.HTTP.Listen)
+		if err != nil {
+			return fmt.Errorf("http.listen: %w", err)
+		}
+		if c.HTTP.Token == "" && !httpapi.IsLoopback(host) {
+			return fmt.Errorf("http.listen: %s is not a loopback address; set http.token", c.HTTP.Listen)
+		}
+	}
+	return nil
+}
