@@ -22,9 +22,6 @@ type ClaudeCodeSettings struct {
 	PartialMessages *bool `yaml:"partial_messages"`
 }
 
-// Base implements Settings.
-func (s *ClaudeCodeSettings) Base() *Config { return &s.Config }
-
 // Engine implements Settings.
 func (s *ClaudeCodeSettings) Engine() Engine { return s.ClaudeCode() }
 

@@ -19,9 +19,6 @@ type CursorSettings struct {
 	Config `yaml:",inline"`
 }
 
-// Base implements Settings.
-func (s *CursorSettings) Base() *Config { return &s.Config }
-
 // Engine implements Settings.
 func (s *CursorSettings) Engine() Engine { return NewCursor(s.Config) }
 

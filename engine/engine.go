@@ -21,7 +21,9 @@
 //   - the CLI's own done or error (a non-zero exit after a done is still done);
 //     the error's parser.Reason is parser.Failed;
 //   - "the agent ended without a result: exit code N; stderr: ..." (reason
-//     parser.Crashed) when the process ends without one;
+//     parser.Crashed) when the process ends without one; since the message
+//     reaches the chat, anything in that stderr shaped like a key or token
+//     is replaced by "[redacted]" (see redact; the debug log has it whole);
 //   - "stopped" (parser.Stopped) when ctx is cancelled, "timed out"
 //     (parser.TimedOut) when its deadline passes (or its cancel cause wraps
 //     context.DeadlineExceeded). Callers branch on the reason, never on the
@@ -87,6 +89,10 @@ type Config struct {
 	// Logger receives structured logs; nil means slog.Default().
 	Logger *slog.Logger `yaml:"-"`
 }
+
+// Base returns c itself, so that a Settings type that embeds Config has
+// its Base method.
+func (c *Config) Base() *Config { return c }
 
 // Turn is one prompt for an agent.
 type Turn struct {

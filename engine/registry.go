@@ -53,8 +53,9 @@ type Capabilities struct {
 }
 
 // Settings is one engine's section of bot.yaml (engines.<name>): a pointer
-// to a struct with yaml tags that holds Config inline and the engine's own
-// keys, if any (Claude Code's partial_messages).
+// to a struct with yaml tags that embeds Config inline (which gives it
+// Base) and holds the engine's own keys, if any (Claude Code's
+// partial_messages).
 type Settings interface {
 	// Base returns the settings every engine has, for the caller to read
 	// (Model) and to fill in what does not come from the section
