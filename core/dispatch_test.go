@@ -177,6 +177,21 @@ func TestRestartResumesSessionAndNoticesInterruptedTurn(t *testing.T) {
 	h.say("alice", "!text 10\n!hang")
 	h.rec.waitFor("the partial answer", func(texts []string) bool { return len(texts) == 2 && len(texts[1]) == 10 })
 	child := waitChild(t, h.log)
+	// The answer is on the platform before its record names it: wait for
+	// the record, as a crash after it would find it.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		turns, err := h.store.InFlightTurns()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(turns) == 1 && turns[0].AnswerID != "" && turns[0].AgentGroup != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the turn in flight never recorded its answer and agent: %+v", turns)
+		}
+		time.Sleep(10 * time.Millisecond) // a store write on the turn's goroutine: nothing to wait on
+	}
 	// A crash: the process dies with the turn in flight. Closing the store
 	// under the running turn leaves its record as a crash would.
 	if err := h.store.Close(); err != nil {
