@@ -23,6 +23,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 	"github.com/gorilla/websocket"
 
+	"github.com/golem-chat/golem/adapters/internal/retry"
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/internal/relay"
 )
@@ -57,6 +58,7 @@ type Adapter struct {
 	log     *slog.Logger
 	session *discordgo.Session
 	budget  *budget
+	retry   retry.Policy
 	http    *http.Client // for attachment downloads
 
 	mu           sync.Mutex
@@ -117,9 +119,11 @@ func New(opts Options) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discord: new session: %w", err)
 	}
+	log := opts.Logger.With("platform", "discord")
 	a := &Adapter{
 		opts:         opts,
-		log:          opts.Logger.With("platform", "discord"),
+		log:          log,
+		retry:        newPolicy(log),
 		session:      s,
 		budget:       newBudget(opts.ChannelLimit, opts.ChannelWindow),
 		interactions: map[string]*interaction{},
@@ -145,7 +149,7 @@ func New(opts Options) (*Adapter, error) {
 	s.Identify.Intents = Intents
 	s.StateEnabled = false
 	s.SyncEvents = true              // handlers only hand events on, in order
-	s.ShouldRetryOnRateLimit = false // Adapter.call honours 429s with a context and a bound
+	s.ShouldRetryOnRateLimit = false // Adapter.request honours 429s with a context and a bound
 	s.MaxRestRetries = 0             // and retries 5xx itself
 	s.LogLevel = discordgo.LogError  // warnings print whole events, message contents included
 	logOnce.Do(func() { discordgo.Logger = sdkLog })
@@ -224,7 +228,7 @@ func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
 			return fatal
 		}
 		a.log.Warn("connect to gateway", "attempt", attempt, "err", err)
-		if !sleepCtx(ctx, min(time.Duration(attempt)*time.Second, 30*time.Second)) {
+		if retry.Wait(ctx, min(time.Duration(attempt)*time.Second, 30*time.Second)) != nil {
 			a.stop()
 			return nil
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -11,78 +12,73 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+
+	"github.com/golem-chat/golem/adapters/internal/retry"
 )
 
-// Retry bounds for one REST call.
-const (
-	maxRateLimited = 10 // 429s honoured before giving up
-	maxFailures    = 4  // 5xx and network errors retried with backoff
-)
+// newPolicy is the adapter's retry policy: every 429's retry_after
+// honoured, 5xx and network errors retried with backoff, an attempt bounded
+// to 30 s.
+func newPolicy(log *slog.Logger) retry.Policy {
+	return retry.Policy{Log: log, Classify: verdict, AttemptTimeout: 30 * time.Second,
+		MaxFailures: 5, FirstBackoff: 250 * time.Millisecond, MaxBackoff: 8 * time.Second}
+}
 
-// call runs one REST request through discordgo, counting it against
-// channel's budget when channel is not empty (messages created or edited,
-// threads started), honouring every 429's retry_after and retrying 5xx and
-// network errors with a bounded backoff. discordgo's own 429 retry is off
-// (it sleeps without a context and without bound), so this is the one place
-// a request waits. what names the request in errors.
+// call runs one REST request that may be repeated without harm (an edit,
+// a deferral, a thread start, typing) through discordgo under the retry
+// policy; see request. what names the request in errors.
 func (a *Adapter) call(ctx context.Context, channel, what string, f func(opts ...discordgo.RequestOption) error) error {
-	limited, failed := 0, 0
-	for {
-		var release func()
-		if channel != "" {
-			var err error
-			if release, err = a.budget.acquire(ctx, channel); err != nil {
-				return fmt.Errorf("discord: %s: wait for the channel's budget: %w", what, err)
+	return a.request(ctx, channel, retry.Call{Method: what, Idempotent: true}, f)
+}
+
+// request runs one REST request through discordgo under the retry policy,
+// taking a slot of channel's budget before every attempt when channel is
+// not empty (messages created or edited, threads started). discordgo's own
+// 429 retry is off (it sleeps without a context and without bound), so this
+// is the one place a request waits. Errors never carry a token.
+func (a *Adapter) request(ctx context.Context, channel string, c retry.Call, f func(opts ...discordgo.RequestOption) error) error {
+	if channel != "" {
+		c.Before = func(ctx context.Context) (func(), error) {
+			release, err := a.budget.acquire(ctx, channel)
+			if err != nil {
+				return nil, fmt.Errorf("wait for the channel's budget: %w", err)
 			}
-		}
-		err := f(discordgo.WithContext(ctx))
-		if release != nil {
-			release()
-		}
-		if err == nil {
-			return nil
-		}
-		var wait time.Duration
-		var rl *discordgo.RateLimitError
-		var rest *discordgo.RESTError
-		switch {
-		case ctx.Err() != nil:
-			return fmt.Errorf("discord: %s: %w", what, redact(err))
-		case errors.As(err, &rl):
-			limited++
-			if limited > maxRateLimited {
-				// Not wrapped: its text holds the URL, which for webhooks holds a token.
-				return fmt.Errorf("discord: %s: still rate limited after %d retries (retry_after %v)", what, maxRateLimited, rl.RetryAfter)
-			}
-			wait = rl.RetryAfter
-			if wait <= 0 {
-				wait = time.Second
-			}
-			a.log.Debug("rate limited", "request", what, "retry_after_ms", wait.Milliseconds())
-		case errors.As(err, &rest):
-			if rest.Response == nil || rest.Response.StatusCode < 500 {
-				return fmt.Errorf("discord: %s: %w", what, err)
-			}
-			fallthrough
-		default: // 5xx or a network error
-			// discordgo answers a 502 with a plain error ("Exceeded Max
-			// retries HTTP 502 ..."), as MaxRestRetries is 0.
-			var uerr *url.Error
-			if rest == nil && !errors.As(err, &uerr) && !strings.Contains(err.Error(), "HTTP 502") {
-				return fmt.Errorf("discord: %s: %w", what, err) // e.g. a JSON error: retrying will not help
-			}
-			err = redact(err)
-			failed++
-			if failed > maxFailures {
-				return fmt.Errorf("discord: %s: giving up after %d attempts: %w", what, failed, err)
-			}
-			wait = time.Duration(250<<(failed-1)) * time.Millisecond
-			a.log.Debug("request failed, retrying", "request", what, "attempt", failed, "err", err)
-		}
-		if !sleepCtx(ctx, wait) {
-			return fmt.Errorf("discord: %s: %w", what, ctx.Err())
+			return release, nil
 		}
 	}
+	err := a.retry.Do(ctx, c, func(ctx context.Context) error { return redact(f(discordgo.WithContext(ctx))) })
+	if err != nil {
+		return fmt.Errorf("discord: %w", err)
+	}
+	return nil
+}
+
+// verdict reads a failed REST request for the retry policy.
+func verdict(err error) retry.Verdict {
+	var rl *discordgo.RateLimitError
+	if errors.As(err, &rl) {
+		return retry.Limited(rl.RetryAfter)
+	}
+	var rest *discordgo.RESTError
+	if errors.As(err, &rest) {
+		if rest.Response != nil && rest.Response.StatusCode >= 500 {
+			return retry.Failed(fmt.Sprintf("http_%d", rest.Response.StatusCode))
+		}
+		return retry.Refused
+	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		if uerr.Timeout() {
+			return retry.Failed("timeout")
+		}
+		return retry.Failed("network")
+	}
+	// discordgo answers a 502 with a plain error ("Exceeded Max retries
+	// HTTP 502 ..."), as MaxRestRetries is 0.
+	if strings.Contains(err.Error(), "HTTP 502") {
+		return retry.Failed("http_502")
+	}
+	return retry.Refused // e.g. a JSON error: retrying will not help
 }
 
 // redact hides interaction tokens in the URL a network error or a 429
@@ -115,17 +111,6 @@ func redactURL(raw string) string {
 	}
 	u.Path, u.RawPath, u.RawQuery = strings.Join(parts, "/"), "", ""
 	return u.String()
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // apiCode returns the JSON error code of a REST error (50027 "Invalid

@@ -15,6 +15,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/golem-chat/golem/adapters/discord/discordtest"
+	"github.com/golem-chat/golem/adapters/internal/retry"
 	"github.com/golem-chat/golem/core"
 )
 
@@ -139,5 +140,93 @@ func TestRedactHidesTokens(t *testing.T) {
 		if strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("redact(429 on %s) = %v, want %s", tt.in, err, tt.want)
 		}
+	}
+}
+
+// TestNoDoublePost: a channel message whose create failed late (a 5xx, an
+// answer that never came) but was made all the same is not made twice: the
+// repeat carries the same nonce with enforce_nonce, and Discord answers it
+// with the message already there. A follow-up, which takes no nonce, is
+// not repeated once it may have landed.
+func TestNoDoublePost(t *testing.T) {
+	fake := newFake(t, discordtest.Options{})
+	rec := make(recorder, 8)
+	a := startAdapter(t, fake, Options{ChannelLimit: 50, ChannelWindow: time.Second}, rec)
+	a.retry.AttemptTimeout = 300 * time.Millisecond
+	a.retry.FirstBackoff = 10 * time.Millisecond
+	ctx := context.Background()
+	create := func(m, p string) bool { return m == "POST" && p == "/channels/c1/messages" }
+	for _, tt := range []struct {
+		name   string
+		script func()
+	}{
+		{"500, landed", func() { fake.ScriptLanded(create, 1, http.StatusInternalServerError) }},
+		{"hang, landed", func() { fake.ScriptLanded(create, 1, 0) }},
+		{"502, not landed", func() { fake.ScriptStatus(create, 1, http.StatusBadGateway) }},
+		{"hang, not landed", func() { fake.ScriptHang(create, 1) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before, calls := len(fake.Messages("c1")), len(fake.Calls())
+			tt.script()
+			ref, err := a.Send(ctx, core.Place{Channel: "c1"}, tt.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs := fake.Messages("c1")
+			if len(msgs) != before+1 {
+				t.Fatalf("%d new messages, want 1: %+v", len(msgs)-before, msgs[before:])
+			}
+			if m := msgs[len(msgs)-1]; m.ID != ref.ID || m.Content != tt.name {
+				t.Errorf("Send returned %+v for the message %+v", ref, m)
+			}
+			var creates []discordtest.Call
+			for _, c := range fake.Calls()[calls:] {
+				if create(c.Method, c.Path) {
+					creates = append(creates, c)
+				}
+			}
+			if len(creates) != 2 {
+				t.Fatalf("%d create requests, want 2", len(creates))
+			}
+			n0, n1 := creates[0].Body["nonce"], creates[1].Body["nonce"]
+			if n0 == nil || n0 != n1 || creates[0].Body["enforce_nonce"] != true || creates[1].Body["enforce_nonce"] != true {
+				t.Errorf("the repeat's nonce %v, enforce_nonce %v; the first's %v, %v",
+					n1, creates[1].Body["enforce_nonce"], n0, creates[0].Body["enforce_nonce"])
+			}
+		})
+	}
+
+	// Another message gets another nonce, so the same text posts again.
+	if _, err := a.Send(ctx, core.Place{Channel: "c1"}, "500, landed"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(fake.Messages("c1")); n != 5 {
+		t.Errorf("%d messages, want 5", n)
+	}
+
+	id := fake.Command(discordtest.Slash{Channel: "c2", Guild: "g1", User: "u1", Name: "ask",
+		Options: []discordtest.Option{{Name: "prompt", Value: "hi"}}})
+	rec.next(t)
+	if !fake.Wait(wait, func(v discordtest.View) bool { in, _ := v.Interaction(id); return in.Callback == 5 }) {
+		t.Fatal("the interaction was not deferred")
+	}
+	if _, err := a.Send(ctx, core.Place{Channel: "c2", ReplyTo: id}, "the answer"); err != nil {
+		t.Fatal(err)
+	}
+	hooks := fake.CallCount("POST", "/webhooks/")
+	fake.ScriptLanded(prefix("POST", "/webhooks/"), 1, http.StatusInternalServerError)
+	_, err := a.Send(ctx, core.Place{Channel: "c2", ReplyTo: id}, "a follow-up")
+	if !errors.Is(err, retry.ErrMayHaveLanded) {
+		t.Errorf("a follow-up that may have landed: %v", err)
+	}
+	if n := fake.CallCount("POST", "/webhooks/") - hooks; n != 1 {
+		t.Errorf("the follow-up was sent %d times", n)
+	}
+	var texts []string
+	for _, m := range fake.Messages("c2") {
+		texts = append(texts, m.Content)
+	}
+	if strings.Join(texts, "|") != "the answer|a follow-up" {
+		t.Errorf("messages in c2: %q", texts)
 	}
 }

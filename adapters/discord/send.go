@@ -3,13 +3,16 @@ package discord
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/golem-chat/golem/adapters/internal/retry"
 	"github.com/golem-chat/golem/core"
 )
 
@@ -305,7 +308,7 @@ func (a *Adapter) Typing(ctx context.Context, on core.Message) (stop func()) {
 			if err != nil && ctx.Err() == nil {
 				a.log.Debug("typing", "err", err)
 			}
-			if !sleepCtx(ctx, 8*time.Second) {
+			if retry.Wait(ctx, 8*time.Second) != nil {
 				return
 			}
 		}
@@ -321,20 +324,42 @@ func isExpired(err error) bool {
 
 // --- the REST calls, each through Adapter.call ---
 
+// channelSend creates a channel message. It carries a nonce with
+// enforce_nonce, so Discord answers a repeat of the request with the
+// message the first one made: an attempt that failed after it may have
+// landed (a 5xx, a timeout) is repeated without posting twice.
 func (a *Adapter) channelSend(ctx context.Context, channel, replyTo, content string) (*discordgo.Message, error) {
-	data := &discordgo.MessageSend{Content: content, AllowedMentions: noMentions}
+	data := messageCreate{MessageSend: &discordgo.MessageSend{Content: content, AllowedMentions: noMentions},
+		Nonce: newNonce(), EnforceNonce: true}
 	if replyTo != "" {
 		no := false
 		data.Reference = &discordgo.MessageReference{MessageID: replyTo, ChannelID: channel, FailIfNotExists: &no}
 	}
-	var msg *discordgo.Message
-	err := a.call(ctx, channel, "post message", func(opts ...discordgo.RequestOption) error {
-		var err error
-		msg, err = a.session.ChannelMessageSendComplex(channel, data, opts...)
-		return err
+	uri := discordgo.EndpointChannelMessages(channel)
+	var msg discordgo.Message
+	err := a.request(ctx, channel, retry.Call{Method: "post message", Idempotent: true}, func(opts ...discordgo.RequestOption) error {
+		body, err := a.session.RequestWithBucketID(http.MethodPost, uri, data, uri, opts...)
+		if err != nil {
+			return err
+		}
+		return discordgo.Unmarshal(body, &msg)
 	})
-	return msg, err
+	if err != nil {
+		return nil, err
+	}
+	return &msg, nil
 }
+
+// messageCreate is discordgo's MessageSend with the nonce fields it lacks.
+type messageCreate struct {
+	*discordgo.MessageSend
+	Nonce        string `json:"nonce"`
+	EnforceNonce bool   `json:"enforce_nonce"`
+}
+
+// newNonce returns a nonce for one message: decimal, within Discord's 25
+// characters.
+func newNonce() string { return strconv.FormatUint(rand.Uint64()>>1, 10) }
 
 func (a *Adapter) channelEdit(ctx context.Context, channel, id, content string) (*discordgo.Message, error) {
 	data := &discordgo.MessageEdit{ID: id, Channel: channel, Content: &content, AllowedMentions: noMentions}
@@ -373,10 +398,14 @@ func (a *Adapter) followUp(ctx context.Context, st *interaction, content string,
 }
 
 // webhook sends one request to an interaction's webhook in the rate-limit
-// bucket given and returns the message Discord answers with.
+// bucket given and returns the message Discord answers with. An edit
+// (PATCH) is repeated after any transient failure; a follow-up (POST) takes
+// no nonce, so one that may have landed is not repeated (the retry package
+// logs it, and the error wraps retry.ErrMayHaveLanded).
 func (a *Adapter) webhook(ctx context.Context, channel, what, method, uri, bucket string, data any) (*discordgo.Message, error) {
 	var msg discordgo.Message
-	err := a.call(ctx, channel, what, func(opts ...discordgo.RequestOption) error {
+	c := retry.Call{Method: what, Idempotent: method != http.MethodPost}
+	err := a.request(ctx, channel, c, func(opts ...discordgo.RequestOption) error {
 		body, err := a.session.RequestWithBucketID(method, uri, data, bucket, opts...)
 		if err != nil {
 			return err

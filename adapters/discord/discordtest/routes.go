@@ -3,6 +3,7 @@ package discordtest
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -70,7 +71,25 @@ var (
 	errOtherAuthor        = apiError{http.StatusForbidden, 50005, "Cannot edit a message authored by another user"}
 	errChannelType        = apiError{http.StatusBadRequest, 50024, "Cannot execute action on this channel type"}
 	errThreadExists       = apiError{http.StatusBadRequest, 160004, "A thread has already been created for this message"}
+	errInvalidNonce       = apiError{http.StatusBadRequest, 50035, "Invalid Form Body (nonce: Must be 25 or fewer in length.)"}
 )
+
+// nonceLife is how long Discord remembers a message's nonce for
+// enforce_nonce ("the past few minutes").
+const nonceLife = 5 * time.Minute
+
+// nonceOf returns a create request's nonce (a string or an integer) and
+// whether enforce_nonce is set.
+func nonceOf(body map[string]any) (string, bool) {
+	enforce, _ := body["enforce_nonce"].(bool)
+	switch n := body["nonce"].(type) {
+	case string:
+		return n, enforce
+	case float64:
+		return strconv.FormatFloat(n, 'f', -1, 64), enforce
+	}
+	return "", enforce
+}
 
 func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 	body, ok := s.begin(w, r, false)
@@ -206,14 +225,31 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) {
 		s.setStatus(http.StatusBadRequest)
 		return
 	}
+	nonce, enforce := nonceOf(body)
+	if len(nonce) > 25 {
+		s.fail(w, errInvalidNonce)
+		return
+	}
 	if !s.budget(w, c) {
 		return
+	}
+	// With enforce_nonce, a nonce the bot used in this channel within the
+	// last few minutes answers the message it made, and makes none.
+	key := c + "/" + nonce
+	if enforce && nonce != "" {
+		if m := s.messages[s.nonces[key]]; m != nil && time.Since(m.At) < nonceLife {
+			writeJSON(w, http.StatusOK, s.messageJSON(m))
+			return
+		}
 	}
 	var replyTo string
 	if ref, ok := body["message_reference"].(map[string]any); ok {
 		replyTo, _ = ref["message_id"].(string)
 	}
 	m := s.addMessage(c, content, replyTo)
+	if enforce && nonce != "" {
+		s.nonces[key] = m.ID
+	}
 	writeJSON(w, http.StatusOK, s.messageJSON(m))
 }
 

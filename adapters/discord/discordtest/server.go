@@ -16,6 +16,7 @@ package discordtest
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -103,7 +104,9 @@ type script429 struct {
 	left       int
 	retryAfter time.Duration
 	global     bool
-	status     int // not 429: answer this status instead
+	status     int  // not 429: answer this status instead
+	late       bool // the request takes effect (landed) or is held (hang) first; see ScriptLanded
+	landed     bool
 }
 
 // Server is the fake Discord. Create it with New; Close it when done.
@@ -124,6 +127,7 @@ type Server struct {
 	commands     map[string][]map[string]any
 	files        map[string][]byte
 	window       map[string][]time.Time
+	nonces       map[string]string // channel + "/" + nonce -> message id, for enforce_nonce
 	scripts      []*script429
 	rateLimited  int
 	gw           gateway
@@ -167,11 +171,12 @@ func New(opts Options) *Server {
 		commands:     map[string][]map[string]any{},
 		files:        map[string][]byte{},
 		window:       map[string][]time.Time{},
+		nonces:       map[string]string{},
 	}
 	s.gw.init()
 	mux := http.NewServeMux()
 	s.routes(mux)
-	s.hs = httptest.NewServer(mux)
+	s.hs = httptest.NewServer(s.late(mux))
 	return s
 }
 
@@ -250,6 +255,67 @@ func (s *Server) ScriptStatus(match func(method, path string) bool, count, statu
 	s.mu.Lock()
 	s.scripts = append(s.scripts, &script429{match: match, left: count, status: status})
 	s.mu.Unlock()
+}
+
+// ScriptLanded makes the next count requests matching match take effect
+// (a message is created, edited, ...) and then answer status anyway, as
+// Discord may when it fails late; a status of 0 holds the answer until the
+// client gives up instead.
+func (s *Server) ScriptLanded(match func(method, path string) bool, count, status int) {
+	s.mu.Lock()
+	s.scripts = append(s.scripts, &script429{match: match, left: count, status: status, late: true, landed: true})
+	s.mu.Unlock()
+}
+
+// ScriptHang makes the next count requests matching match go unanswered,
+// without effect, until the client gives up (a stalled connection).
+func (s *Server) ScriptHang(match func(method, path string) bool, count int) {
+	s.mu.Lock()
+	s.scripts = append(s.scripts, &script429{match: match, left: count, late: true})
+	s.mu.Unlock()
+}
+
+// late serves the requests that ScriptLanded and ScriptHang script and
+// hands every other one to next.
+func (s *Server) late(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path := strings.TrimPrefix(r.URL.Path, "/api/v9")
+		s.mu.Lock()
+		var sc *script429
+		for _, x := range s.scripts {
+			if x.late && x.left > 0 && x.match(r.Method, path) {
+				x.left--
+				sc = x
+				break
+			}
+		}
+		s.mu.Unlock()
+		if sc == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if sc.landed {
+			next.ServeHTTP(httptest.NewRecorder(), r) // the effect; its answer is lost
+		} else {
+			s.mu.Lock()
+			s.record(r, 0)
+			s.mu.Unlock()
+		}
+		_, _ = io.Copy(io.Discard, r.Body) // so the server notices the client leave
+		s.mu.Lock()
+		for i := len(s.calls) - 1; i >= 0; i-- {
+			if c := &s.calls[i]; c.Method == r.Method && c.Path == path {
+				c.Status = sc.status // 0: never answered
+				break
+			}
+		}
+		s.mu.Unlock()
+		if sc.status == 0 {
+			<-r.Context().Done()
+			return
+		}
+		writeError(w, apiError{sc.status, 0, http.StatusText(sc.status)})
+	})
 }
 
 // ExpireTokens makes every interaction token issued so far expired.
@@ -428,7 +494,7 @@ func (s *Server) setStatus(status int) {
 func (s *Server) scripted(w http.ResponseWriter, r *http.Request) bool {
 	path := strings.TrimPrefix(r.URL.Path, "/api/v9")
 	for _, sc := range s.scripts {
-		if sc.left > 0 && sc.match(r.Method, path) {
+		if !sc.late && sc.left > 0 && sc.match(r.Method, path) {
 			sc.left--
 			if sc.status != 0 {
 				s.fail(w, apiError{sc.status, 0, http.StatusText(sc.status)})

@@ -121,3 +121,33 @@ func TestGatewayHandshake(t *testing.T) {
 		t.Errorf("intents = %d", intents)
 	}
 }
+
+// TestNonce: with enforce_nonce a repeated nonce answers the message it
+// made and makes none; without it, or with another nonce, a new message
+// is made; a nonce over 25 characters is refused.
+func TestNonce(t *testing.T) {
+	s := New(Options{})
+	defer s.Close()
+	post := func(body string) (int, string, float64) {
+		status, out, _ := do(t, s, "POST", "/channels/c1/messages", body, true)
+		id, _ := out["id"].(string)
+		code, _ := out["code"].(float64)
+		return status, id, code
+	}
+	_, first, _ := post(`{"content":"a","nonce":"n1","enforce_nonce":true}`)
+	if _, again, _ := post(`{"content":"a","nonce":"n1","enforce_nonce":true}`); again != first || first == "" {
+		t.Errorf("a repeated nonce made %q after %q", again, first)
+	}
+	if _, other, _ := post(`{"content":"a","nonce":"n2","enforce_nonce":true}`); other == first {
+		t.Error("another nonce answered the first message")
+	}
+	if _, loose, _ := post(`{"content":"a","nonce":"n1"}`); loose == first {
+		t.Error("a nonce without enforce_nonce was enforced")
+	}
+	if status, _, code := post(`{"content":"a","nonce":"` + strings.Repeat("1", 26) + `","enforce_nonce":true}`); status != 400 || code != 50035 {
+		t.Errorf("a 26-character nonce: %d %v", status, code)
+	}
+	if n := len(s.Messages("c1")); n != 3 {
+		t.Errorf("%d messages, want 3", n)
+	}
+}
