@@ -26,8 +26,10 @@ type stack struct {
 	db    string
 	scope core.Scope
 	allow []string // default telegram:42
-	opts  Options
-	bot   *bottest.Bot
+	// queueDepth is the dispatcher's QueueDepth (its default when 0).
+	queueDepth int
+	opts       Options
+	bot        *bottest.Bot
 }
 
 func newStack(t testing.TB, fake telegramtest.Options) *stack {
@@ -43,6 +45,7 @@ func (st *stack) up() *Adapter {
 	t := st.t
 	st.bot = bottest.New(t, bottest.Options{
 		DB: st.db, Workspace: st.dir, AgentLog: st.log, Scope: st.scope, Allow: st.allow, MaxConcurrent: 100,
+		Tune: func(o *core.Options) { o.QueueDepth = st.queueDepth },
 	})
 	opts := st.opts
 	opts.Token, opts.APIURL, opts.State = st.s.Token(), st.s.URL, st.bot.Store
