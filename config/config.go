@@ -28,6 +28,7 @@ import (
 	"github.com/golem-chat/golem/adapters/telegram"
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/engine"
+	"github.com/golem-chat/golem/worktree"
 )
 
 // Config is bot.yaml.
@@ -42,6 +43,13 @@ type Config struct {
 	QueueDepth    int           `yaml:"queue_depth"`    // waiting messages per conversation
 	MaxUpload     int64         `yaml:"max_upload_bytes"`
 	LogLevel      string        `yaml:"log_level"` // debug | info | warn | error
+
+	// Isolation is shared (every conversation in the workspace itself) or
+	// worktree (each in a git worktree of its own, see package worktree).
+	Isolation   worktree.Isolation `yaml:"isolation"`
+	BaseBranch  string             `yaml:"base_branch"`  // where new branches start; "" = HEAD
+	WorktreeTTL time.Duration      `yaml:"worktree_ttl"` // idle worktrees older than this are removed if nothing is lost
+	PRCommand   string             `yaml:"pr_command"`   // what /pr runs in the worktree; {branch} is filled in
 
 	Access Access `yaml:"access"`
 
@@ -87,6 +95,8 @@ func Default() Config {
 		QueueDepth:    5,
 		MaxUpload:     20 << 20,
 		LogLevel:      "info",
+		Isolation:     worktree.Shared,
+		WorktreeTTL:   336 * time.Hour,
 		Engines:       map[string]engine.Settings{},
 		Slack:         slack.Config{APIURL: slack.DefaultAPIURL},
 		Telegram:      telegram.Config{APIURL: telegram.DefaultAPIURL},

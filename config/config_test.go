@@ -78,6 +78,8 @@ func TestLoadConfigErrorsNameTheKey(t *testing.T) {
 		{"http:\n  listen: 0.0.0.0:8080\n", "http.listen"},
 		{"channels:\n  C1: {engine: cursor}\n", "channels"},
 		{"log_level: loud\n", "log_level"},
+		{"isolation: sandbox\n", "isolation"},
+		{"worktree_ttl: -1h\n", "worktree_ttl"},
 	}
 	for _, tc := range cases {
 		_, err := Load(writeConfig(t, tc.body), false)

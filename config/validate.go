@@ -9,6 +9,7 @@ import (
 	"github.com/golem-chat/golem/adapters/httpapi"
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/engine"
+	"github.com/golem-chat/golem/worktree"
 )
 
 // Validate checks values, naming the key of the first bad one.
@@ -35,6 +36,12 @@ func (c *Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		return fmt.Errorf("log_level: %q is not debug, info, warn or error", c.LogLevel)
+	}
+	if _, err := worktree.ParseIsolation(string(c.Isolation)); err != nil {
+		return err
+	}
+	if c.WorktreeTTL <= 0 {
+		return fmt.Errorf("worktree_ttl: must be positive, like 336h")
 	}
 	keys := make([]string, 0, len(c.Channels))
 	for key := range c.Channels {

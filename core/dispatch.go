@@ -16,6 +16,7 @@ import (
 	"github.com/golem-chat/golem/internal/relay"
 	"github.com/golem-chat/golem/parser"
 	"github.com/golem-chat/golem/store"
+	"github.com/golem-chat/golem/worktree"
 )
 
 // seenTTL is how long a platform event id is remembered for deduplication;
@@ -33,7 +34,14 @@ type Options struct {
 	// Channels overrides engine, model or workdir per "platform:channel".
 	Channels  map[string]Override
 	Store     *store.Store
-	Workspace string   // absolute; the agent's working directory
+	Workspace string // absolute; the agent's working directory
+	// Workdirs gives each conversation its working directory in Workspace
+	// or its channel's workdir: that folder itself, or a git worktree of
+	// its own. nil is the folder itself.
+	Workdirs *worktree.Workspaces
+	// PRCommand is what /pr runs in a conversation's worktree, {branch}
+	// replaced by its branch; "" and /pr explains how to set it.
+	PRCommand string
 	Scope     Scope    // default ScopeChannel
 	Allow     []string // "platform:user", "platform:*" or "*"
 	// Trusted names the platforms whose every user may talk to the bot
@@ -122,6 +130,9 @@ func NewDispatcher(opts Options) (*Dispatcher, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.Workdirs == nil {
+		opts.Workdirs, _ = worktree.New(worktree.Options{Logger: opts.Logger}) // shared: never fails
 	}
 	interrupted, err := opts.Store.InFlightTurns()
 	if err != nil {

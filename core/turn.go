@@ -53,6 +53,13 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 
 	out := d.output(m, key, log)
 	defer out.close()
+	ws, err := d.opts.Workdirs.Open(ctx, set.workdir, key)
+	if err != nil {
+		log.Error("open working directory", "workdir", set.workdir, "err", err)
+		out.finish(parser.Event{Type: parser.Error, Reason: parser.Failed,
+			Message: "golem could not prepare this conversation's working directory: " + err.Error()}, d.opts.Timeout)
+		return
+	}
 
 	prompt := m.Text
 	files := make([]string, 0, len(m.Attachments))
@@ -68,7 +75,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	start := time.Now()
 	terminal := parser.Event{Type: parser.Error, Message: "the agent did not answer", Reason: parser.Crashed}
 	run, err := eng.Run(turnCtx, engine.Turn{
-		Prompt: prompt, SessionID: conv.SessionID, Model: set.model, Workdir: set.workdir, Files: files,
+		Prompt: prompt, SessionID: conv.SessionID, Model: set.model, Workdir: ws.Dir, Files: files,
 		OnStart: out.started,
 	})
 	if err != nil {

@@ -315,7 +315,7 @@ func (ws *Workspaces) repo(ctx context.Context, folder string) (*repo, error) {
 
 // excludeLines are added to the repository's info/exclude (shared by its
 // worktrees): what golem puts in a working directory is never a change.
-var excludeLines = []string{"/outbox/", "/inbox/", "/.claude/skills/", "/.cursor/skills/", "/CLAUDE.md"}
+var excludeLines = []string{"/outbox/", "/inbox/", "/.claude/skills/", "/.cursor/skills/", "/.agents/skills/", "/CLAUDE.md", "/AGENTS.md"}
 
 const excludeHeader = "# golem: its worktrees' outbox, inbox and skill links"
 

@@ -15,6 +15,7 @@ import (
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/engine"
 	"github.com/golem-chat/golem/store"
+	"github.com/golem-chat/golem/worktree"
 )
 
 // shutdownGrace is how long running turns may finish after SIGINT/SIGTERM
@@ -28,6 +29,7 @@ type app struct {
 	store     *store.Store
 	d         *core.Dispatcher
 	workspace string
+	workdirs  *worktree.Workspaces
 }
 
 // configFlag adds --config to fs; the default ./bot.yaml may be missing
@@ -86,6 +88,10 @@ func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
+	workdirs, err := newWorkdirs(cfg, log, workspace, channels)
+	if err != nil {
+		return nil, err
+	}
 	st, err := store.Open(cfg.Path(cfg.Store))
 	if err != nil {
 		return nil, err
@@ -101,6 +107,8 @@ func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 		Channels:      channels,
 		Store:         st,
 		Workspace:     workspace,
+		Workdirs:      workdirs,
+		PRCommand:     cfg.PRCommand,
 		Scope:         cfg.SessionScope,
 		Allow:         cfg.Access.Allow,
 		// The terminal is the operator's own; the HTTP API listens on
@@ -120,7 +128,62 @@ func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 			log.Warn(`access.allow has "*": ANYONE who can message the bot runs commands on this machine`)
 		}
 	}
-	return &app{cfg: cfg, log: log, store: st, d: d, workspace: workspace}, nil
+	return &app{cfg: cfg, log: log, store: st, d: d, workspace: workspace, workdirs: workdirs}, nil
+}
+
+// newWorkdirs makes the conversations' working directories as isolation
+// says. With worktrees, the workspace and every channel's workdir must be
+// git repositories (checked now, so that a mistake stops the start rather
+// than the first message); the worktrees live beside the store.
+func newWorkdirs(cfg config.Config, log *slog.Logger, workspace string, channels map[string]core.Override) (*worktree.Workspaces, error) {
+	root, err := filepath.Abs(filepath.Join(filepath.Dir(cfg.Path(cfg.Store)), "worktrees"))
+	if err != nil {
+		return nil, err
+	}
+	ws, err := worktree.New(worktree.Options{
+		Isolation: cfg.Isolation, Root: root, BaseBranch: cfg.BaseBranch, TTL: cfg.WorktreeTTL, Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("isolation: %w", err)
+	}
+	folders := []string{workspace}
+	for _, o := range channels {
+		if o.Workdir != "" {
+			folders = append(folders, o.Workdir)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, f := range folders {
+		if err := ws.Check(ctx, f); err != nil {
+			return nil, err
+		}
+	}
+	return ws, nil
+}
+
+// cleanWorktrees removes idle worktrees that hold nothing to lose, at once
+// and then every hour until ctx ends; the ones kept are logged.
+func (a *app) cleanWorktrees(ctx context.Context) {
+	if a.workdirs.Isolation() != worktree.Worktree {
+		return
+	}
+	tick := time.NewTicker(time.Hour)
+	defer tick.Stop()
+	for {
+		removed, kept, err := a.workdirs.Cleanup(ctx, time.Now())
+		if err != nil && ctx.Err() == nil {
+			a.log.Warn("worktree cleanup", "err", err)
+		}
+		if len(removed) > 0 || len(kept) > 0 {
+			a.log.Info("worktree cleanup", "removed", len(removed), "kept_with_work", len(kept))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // inbox is where adapters save attachments: inside the workspace, so the

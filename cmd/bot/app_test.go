@@ -12,6 +12,7 @@ import (
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/engine/enginetest"
 	"github.com/golem-chat/golem/parser"
+	"github.com/golem-chat/golem/worktree"
 )
 
 func TestQueueDepthZeroLetsNoMessageWait(t *testing.T) {
@@ -45,4 +46,20 @@ func TestQueueDepthZeroLetsNoMessageWait(t *testing.T) {
 	if evs := q.Take(); len(evs) != 1 || evs[0].Type != parser.Error || !strings.Contains(evs[0].Message, "still working") {
 		t.Errorf("with queue_depth 0 a second message got %+v, want to be told the conversation is busy", evs)
 	}
+}
+
+func TestWorktreeIsolationNeedsARepository(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config.Default()
+	cfg.Workspace, cfg.Store, cfg.Skills = dir, filepath.Join(dir, "data", "golem.db"), ""
+	cfg.Isolation = worktree.Worktree
+	if _, err := newApp(cfg, newLogger(io.Discard, "error")); err == nil || !strings.HasPrefix(err.Error(), "isolation: ") {
+		t.Fatalf("isolation: worktree on a plain folder started (err %v), want refused naming isolation", err)
+	}
+	cfg.Isolation = worktree.Shared
+	a, err := newApp(cfg, newLogger(io.Discard, "error"))
+	if err != nil {
+		t.Fatalf("isolation: shared needs no repository: %v", err)
+	}
+	_ = a.close()
 }

@@ -54,6 +54,11 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		}()
 		log.Info("platform started", "platform", ad.Platform())
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.cleanWorktrees(ctx)
+	}()
 	var runErr error
 	select {
 	case <-ctx.Done():

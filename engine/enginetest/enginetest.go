@@ -51,6 +51,7 @@
 //	!fence              answer a ~5,000-character Markdown text with a long code fence
 //	!huge N             answer one text block of N bytes: its lines are longer than N
 //	!stamp              answer "stamp:<unix nanoseconds>", the time the line is written
+//	!write PATH TEXT    write TEXT to the file PATH (relative to the working directory)
 //	!tool NAME {JSON}   a tool use with these args, then its result "fake output of NAME"
 //	!garbage            print non-JSON, broken JSON, ANSI, binary and unknown-type lines
 //	!stderr TEXT        print TEXT on stderr

@@ -157,7 +157,7 @@ type script struct {
 
 var known = map[string]bool{
 	"sleep": true, "text": true, "tool": true, "hang": true, "crash": true, "garbage": true,
-	"huge": true, "error": true, "fence": true, "delta-rate": true, "stamp": true,
+	"huge": true, "error": true, "fence": true, "delta-rate": true, "stamp": true, "write": true,
 	"no-result": true, "exit": true, "no-newline": true, "stderr": true, "ignore-term": true,
 }
 
@@ -218,6 +218,14 @@ func (a *agent) run(s script) {
 			a.say(strings.Repeat("h", atoi(d.arg)), 1, 0)
 		case "stamp":
 			a.say("stamp:"+strconv.FormatInt(time.Now().UnixNano(), 10), 1, 0)
+		case "write":
+			path, text, _ := strings.Cut(d.arg, " ")
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				fail(1, "fake agent: "+err.Error())
+			}
+			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+				fail(1, "fake agent: "+err.Error())
+			}
 		case "tool":
 			a.tool(d.arg)
 		case "garbage":
