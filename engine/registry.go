@@ -17,6 +17,7 @@ var registry = []Spec{
 	claudeCodeSpec,
 	cursorSpec,
 	codexSpec,
+	geminiSpec,
 }
 
 // Spec describes one engine: what golem needs to know of a CLI before it

@@ -87,17 +87,12 @@ func TestCodexResumeOtherThread(t *testing.T) {
 // codexRecorded states what a user must see for each fixture recorded from
 // the real CLI (see engine/openaitest's TestRecord), whatever the golden
 // file says.
-var codexRecorded = map[string]struct {
-	text     string
-	tools    []string
-	errorIs  string // "" for a run that ends with done
-	warnings int
-}{
+var codexRecorded = map[string]recordedRun{
 	"text":        {text: "Hello from the fake model. This answer streams in several pieces."},
 	"model":       {text: "Hello from the fake model. This answer streams in several pieces.", warnings: 1},
 	"bash":        {text: "The command printed: hi", tools: []string{"Shell"}},
 	"write":       {text: "Wrote note.txt.", tools: []string{"Edit"}},
-	"tools":       {text: "Let me look around first.\n\nLooked, failed once, wrote the note.", tools: []string{"Shell", "Shell", "Edit"}},
+	"tools":       {text: "Let me look around first.\n\nLooked, failed once, wrote the note.", tools: []string{"Shell", "Shell", "Edit"}, toolErrors: 1},
 	"error":       {errorIs: "The model `fake` does not exist (openaitest)."},
 	"failed":      {errorIs: "stream disconnected before completion: the fake model failed mid-stream (openaitest)", warnings: 1},
 	"overloaded":  {errorIs: "We’re currently experiencing high demand, which may cause temporary errors.", warnings: 2},
@@ -105,15 +100,29 @@ var codexRecorded = map[string]struct {
 	"resume-name": {text: "Hello from the fake model. This answer streams in several pieces."},
 }
 
-func TestCodexRecorded(t *testing.T) {
-	files, _ := filepath.Glob("testdata/codex/recorded-*.ndjson")
+func TestCodexRecorded(t *testing.T) { checkRecorded(t, "codex", NewCodex, codexRecorded) }
+
+// recordedRun is what a user must see of one recorded run.
+type recordedRun struct {
+	text       string   // all text events joined
+	tools      []string // tool_call names in order
+	toolErrors int      // tool results that are errors
+	errorIs    string   // the run's error; "" for a run that ends with done
+	warnings   int
+}
+
+// checkRecorded checks every testdata/DIR/recorded-*.ndjson against its
+// expectations (what the user sees; a done carries a session id and token
+// usage) and its golden file (rewritten with -update).
+func checkRecorded(t *testing.T, dir string, newParser func() Parser, want map[string]recordedRun) {
+	files, _ := filepath.Glob(filepath.Join("testdata", dir, "recorded-*.ndjson"))
 	seen := 0
 	for _, file := range files {
 		if strings.HasSuffix(file, ".golden.ndjson") {
 			continue
 		}
 		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(file), "recorded-"), ".ndjson")
-		want, ok := codexRecorded[name]
+		w, ok := want[name]
 		if !ok {
 			t.Errorf("no expectations for %s", file)
 			continue
@@ -124,12 +133,11 @@ func TestCodexRecorded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := normalize(t, NewCodex, raw)
 			var text strings.Builder
 			var tools []string
-			warnings := 0
+			warnings, toolErrors := 0, 0
 			var last Event
-			g := NewGuard(NewCodex())
+			g := NewGuard(newParser())
 			ReadLines(bytes.NewReader(raw), func(line []byte) {
 				for _, e := range g.Parse(line) {
 					switch e.Type {
@@ -137,21 +145,26 @@ func TestCodexRecorded(t *testing.T) {
 						text.WriteString(e.Content)
 					case ToolCall:
 						tools = append(tools, e.Name)
+					case ToolResult:
+						if e.IsError {
+							toolErrors++
+						}
 					case Warning:
 						warnings++
 					}
 					last = e
 				}
 			})
-			if text.String() != want.text || strings.Join(tools, ",") != strings.Join(want.tools, ",") || warnings != want.warnings {
-				t.Errorf("text %q tools %v warnings %d; want %q %v %d", text.String(), tools, warnings, want.text, want.tools, want.warnings)
+			if text.String() != w.text || strings.Join(tools, ",") != strings.Join(w.tools, ",") || warnings != w.warnings || toolErrors != w.toolErrors {
+				t.Errorf("text %q tools %v (%d errors) warnings %d; want %q %v (%d) %d", text.String(), tools, toolErrors, warnings, w.text, w.tools, w.toolErrors, w.warnings)
 			}
 			switch {
-			case want.errorIs == "" && (last.Type != Done || last.SessionID == "" || last.InputTokens == nil || last.OutputTokens == nil):
-				t.Errorf("the run ends with %+v, want done with the thread id and usage", last)
-			case want.errorIs != "" && (last.Type != Error || last.Message != want.errorIs):
-				t.Errorf("the run ends with %+v, want the error %q", last, want.errorIs)
+			case w.errorIs == "" && (last.Type != Done || last.SessionID == "" || last.InputTokens == nil || last.OutputTokens == nil):
+				t.Errorf("the run ends with %+v, want done with the session id and usage", last)
+			case w.errorIs != "" && (last.Type != Error || last.Message != w.errorIs):
+				t.Errorf("the run ends with %+v, want the error %q", last, w.errorIs)
 			}
+			got := normalize(t, newParser, raw)
 			golden := strings.TrimSuffix(file, ".ndjson") + ".golden.ndjson"
 			if *update {
 				if err := os.WriteFile(golden, got, 0o644); err != nil {
@@ -164,7 +177,7 @@ func TestCodexRecorded(t *testing.T) {
 			}
 		})
 	}
-	if seen != len(codexRecorded) {
-		t.Errorf("%d recorded fixtures, want %d", seen, len(codexRecorded))
+	if seen != len(want) {
+		t.Errorf("%d recorded fixtures in testdata/%s, want %d", seen, dir, len(want))
 	}
 }

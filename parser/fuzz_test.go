@@ -62,3 +62,8 @@ func FuzzCodex(f *testing.F) {
 	addFixtures(f, "codex")
 	f.Fuzz(func(t *testing.T, data []byte) { checkRun(t, NewCodex(), data) })
 }
+
+func FuzzGemini(f *testing.F) {
+	addFixtures(f, "gemini")
+	f.Fuzz(func(t *testing.T, data []byte) { checkRun(t, NewGemini(), data) })
+}

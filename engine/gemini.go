@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/golem-chat/golem/parser"
+)
+
+var geminiSpec = Spec{
+	Name:           "gemini",
+	DefaultCommand: "gemini",
+	InstallHint:    "install the Gemini CLI with `npm install -g @google/gemini-cli`, or set the engine's command to the path of `gemini`",
+	// --approval-mode auto_edit and plan (read-only) besides yolo; its
+	// "default" mode asks, which headless (-p) it cannot: tools that need an
+	// answer are refused, so "ask" is not honoured.
+	Capabilities: Capabilities{PermissionModes: []string{"accept-edits", "plan"}},
+	NewParser:    parser.NewGemini,
+	NewSettings:  func() Settings { return &GeminiSettings{} },
+}
+
+// GeminiSettings is engines.gemini in bot.yaml.
+type GeminiSettings struct {
+	Config `yaml:",inline"`
+}
+
+// Base implements Settings.
+func (s *GeminiSettings) Base() *Config { return &s.Config }
+
+// Engine implements Settings.
+func (s *GeminiSettings) Engine() Engine { return NewGemini(s.Config) }
+
+// Gemini runs Google's Gemini CLI:
+//
+//	gemini -p PROMPT --output-format stream-json --yolo --skip-trust
+//	       [--resume ID] [-m M] [Config.Args...]
+//
+// with GEMINI_API_KEY set to the key when there is one. A prompt too long
+// for an argument goes on stdin (the CLI appends -p's text to its stdin).
+//
+// The CLI takes its base URL from GOOGLE_GEMINI_BASE_URL (Config.Env), but
+// with that variable set it no longer infers API-key auth from
+// GEMINI_API_KEY ("Invalid auth method selected."): the user's
+// ~/.gemini/settings.json must then say
+// {"security":{"auth":{"selectedType":"gemini-api-key"}}}.
+//
+// Resume: an unknown session id makes the CLI exit 42 with "Error resuming
+// session: Invalid session identifier ..." on stderr and nothing on stdout,
+// which the process layer's resume fallback recognizes.
+//
+// While the model API answers 429 or 503 the CLI retries with backoff for
+// minutes and prints nothing on stdout (only "Attempt N failed with status
+// 429. Retrying with backoff..." on stderr): the user sees no new event
+// until the turn's timeout ends the run.
+//
+// Skills are linked into <workdir>/.agents/skills/, which the CLI discovers
+// itself (as it does .gemini/skills/), and listed in a generated
+// <workdir>/GEMINI.md (never the user's own). It is safe for concurrent use.
+type Gemini struct{ cli *cli }
+
+var _ Engine = (*Gemini)(nil)
+
+// NewGemini returns the "gemini" engine.
+func NewGemini(cfg Config) *Gemini {
+	return &Gemini{cli: newCLI(cli{
+		name:           geminiSpec.Name,
+		defaultCommand: geminiSpec.DefaultCommand,
+		installHint:    geminiSpec.InstallHint,
+		skillsSubdir:   ".agents/skills",
+		contextFile:    "GEMINI.md",
+		promptOnStdin:  true,
+		cfg:            cfg,
+		newParser:      geminiSpec.NewParser,
+		keyEnv:         func(key string) []string { return []string{"GEMINI_API_KEY=" + key} },
+		args: func(t Turn, prompt string) []string {
+			// With the prompt on stdin, -p " " only adds a space to it.
+			if prompt == "" {
+				prompt = " "
+			}
+			args := []string{"-p", prompt, "--output-format", "stream-json", "--yolo", "--skip-trust"}
+			if t.SessionID != "" {
+				args = append(args, "--resume", t.SessionID)
+			}
+			if t.Model != "" {
+				args = append(args, "-m", t.Model)
+			}
+			return append(args, cfg.Args...)
+		},
+	})}
+}
+
+// Name implements Engine.
+func (e *Gemini) Name() string { return geminiSpec.Name }
+
+// Lookup implements Engine.
+func (e *Gemini) Lookup() (string, error) { return e.cli.lookup() }
+
+// Run implements Engine.
+func (e *Gemini) Run(ctx context.Context, t Turn) (*Run, error) { return e.cli.run(ctx, t) }
