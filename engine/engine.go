@@ -22,8 +22,9 @@
 //     the error's parser.Reason is parser.Failed;
 //   - "the agent ended without a result: exit code N; stderr: ..." (reason
 //     parser.Crashed) when the process ends without one; since the message
-//     reaches the chat, anything in that stderr shaped like a key or token
-//     is replaced by "[redacted]" (see redact; the debug log has it whole);
+//     reaches the chat, anything in it shaped like a key or token is
+//     replaced by "[redacted]" (see redact), as in the CLI's own error
+//     and in the debug log: tokens go nowhere;
 //   - "stopped" (parser.Stopped) when ctx is cancelled, "timed out"
 //     (parser.TimedOut) when its deadline passes (or its cancel cause wraps
 //     context.DeadlineExceeded). Callers branch on the reason, never on the

@@ -322,11 +322,16 @@ wait:
 		final = stopEvent(ctx)
 	default:
 		if s := tail.String(); s != "" {
-			reason += "; stderr: " + redact(s) // it reaches the chat
+			reason += "; stderr: " + s
 		}
 		final, _ = guard.Finish(reason)
 	}
-	log.Debug("agent ended", "terminal", final.Type, "stderr", tail.String())
+	if final.Type == parser.Error {
+		// The message reaches the chat, and a CLI's own error can echo a
+		// key as well as its stderr can; tokens go to no log either.
+		final.Message = redact(final.Message)
+	}
+	log.Debug("agent ended", "terminal", final.Type, "stderr", redact(tail.String()))
 	return final, texted
 }
 

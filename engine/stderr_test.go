@@ -32,3 +32,22 @@ func TestCrashStderrIsRedacted(t *testing.T) {
 		})
 	}
 }
+
+// TestCLIErrorIsRedacted: the CLI's own error (an is_error result) reaches
+// the chat too, and an API error can echo the key it was given.
+func TestCLIErrorIsRedacted(t *testing.T) {
+	const key = "sk-ant-api03-Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0Lz"
+	for _, name := range []string{"claude-code", "cursor"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e, _ := fake(t, name, engine.Config{})
+			end := lastEvent(runTurn(t, e, engine.Turn{Prompt: "!error invalid x-api-key: " + key}))
+			if end.Type != parser.Error || end.Reason != parser.Failed {
+				t.Fatalf("terminal = %+v, want the CLI's own error", end)
+			}
+			if strings.Contains(end.Message, key[10:]) || !strings.Contains(end.Message, "invalid x-api-key: [redacted]") {
+				t.Errorf("error %q, want the key redacted and the rest kept", end.Message)
+			}
+		})
+	}
+}
