@@ -432,14 +432,20 @@ func (d *Dispatcher) post(m Message, text string) {
 		d.log.Error("no poster registered and no sink to answer on", "platform", m.Platform)
 		return
 	}
-	if p, ok := a.(PrivateReplier); ok {
-		if err := p.ReplyPrivately(d.life, m, text); err != nil {
-			d.log.Warn("private reply", "platform", m.Platform, "err", err)
+	// A long answer (/help, /status with much pending) goes in as many
+	// messages as the platform's limit needs, like an agent's answer.
+	for _, piece := range Split(text, a.Limits().MaxLen, a.Measure) {
+		if p, ok := a.(PrivateReplier); ok {
+			if err := p.ReplyPrivately(d.life, m, piece); err != nil {
+				d.log.Warn("private reply", "platform", m.Platform, "err", err)
+				return
+			}
+			continue
 		}
-		return
-	}
-	if _, err := a.Send(d.life, d.place(m), text); err != nil {
-		d.log.Warn("reply", "platform", m.Platform, "err", err)
+		if _, err := a.Send(d.life, d.place(m), piece); err != nil {
+			d.log.Warn("reply", "platform", m.Platform, "err", err)
+			return
+		}
 	}
 }
 

@@ -65,3 +65,15 @@ func TestInterruptedTurnOfASourceWithoutPosterIsForgotten(t *testing.T) {
 		t.Errorf("posted %q to another platform's poster", texts)
 	}
 }
+
+func TestLongCommandAnswerIsSplitToTheLimit(t *testing.T) {
+	h := newHarness(t, core.Limits{MaxLen: 120}, nil)
+	h.say("alice", "/help")
+	h.rec.waitText("/status")
+	h.rec.waitText("/stop")
+	h.stop()
+	h.rec.checkViolations() // a piece over 120 runes would be one
+	if n := len(h.rec.texts()); n < 2 {
+		t.Errorf("/help came in %d message(s) under a 120-rune limit, want it split", n)
+	}
+}
