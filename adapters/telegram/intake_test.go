@@ -1,98 +1,16 @@
 package telegram
 
 import (
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/golem-chat/golem/adapters/telegram/telegramtest"
 	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/internal/nettest"
 )
-
-// stall is the network between golem and the fake Bot API, able to hold
-// the requests whose path contains a pattern (file downloads, sendMessage)
-// until the test releases them, as a slow download or a stalled platform
-// would. A held request still ends when its context does.
-type stall struct {
-	next    http.RoundTripper
-	pattern string
-
-	mu      sync.Mutex
-	gate    chan struct{} // nil: nothing is held
-	held    int           // requests that waited at a gate
-	changed chan struct{} // receives after each held request arrives
-}
-
-func newStall(pattern string) *stall {
-	return &stall{next: http.DefaultTransport, pattern: pattern, changed: make(chan struct{}, 1)}
-}
-
-func (s *stall) RoundTrip(r *http.Request) (*http.Response, error) {
-	if strings.Contains(r.URL.Path, s.pattern) {
-		s.mu.Lock()
-		gate := s.gate
-		if gate != nil {
-			s.held++
-		}
-		s.mu.Unlock()
-		if gate != nil {
-			select {
-			case s.changed <- struct{}{}:
-			default:
-			}
-			select {
-			case <-gate:
-			case <-r.Context().Done():
-				return nil, r.Context().Err()
-			}
-		}
-	}
-	return s.next.RoundTrip(r)
-}
-
-func (s *stall) client() *http.Client { return &http.Client{Transport: s} }
-
-// hold makes matching requests wait from now on.
-func (s *stall) hold() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.gate == nil {
-		s.gate = make(chan struct{})
-	}
-}
-
-// release lets the held requests and later ones through.
-func (s *stall) release() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.gate != nil {
-		close(s.gate)
-		s.gate = nil
-	}
-}
-
-// waitHeld waits until n requests have been held.
-func (s *stall) waitHeld(t *testing.T, n int) {
-	t.Helper()
-	deadline := time.After(20 * time.Second)
-	for {
-		s.mu.Lock()
-		held := s.held
-		s.mu.Unlock()
-		if held >= n {
-			return
-		}
-		select {
-		case <-s.changed:
-		case <-deadline:
-			t.Fatalf("%d requests held, want %d", held, n)
-		}
-	}
-}
 
 var bob = telegramtest.User{ID: 43, Username: "bob", FirstName: "Bob"}
 
@@ -123,21 +41,21 @@ func prompts(st *stack) []string {
 // A document that takes long to download holds up the later messages of
 // its own chat, in order, but no other chat.
 func TestE2ESlowDownloadHoldsOnlyItsChat(t *testing.T) {
-	net := newStall("/file/")
+	net := nettest.NewStall("/file/")
 	st := newStack(t, telegramtest.Options{})
 	st.allow = []string{"telegram:42", "telegram:43"}
-	st.opts.HTTPClient = net.client()
+	st.opts.HTTPClient = net.Client()
 	st.up()
-	net.hold()
+	net.Hold()
 	st.s.PushDocument(42, ann, "see the file", "notes.txt", []byte("the notes"))
-	net.waitHeld(t, 1) // the download has started and hangs
+	net.WaitHeld(t, 1) // the download has started and hangs
 	st.s.PushPrivate(ann, "and fix it")
 	st.s.PushPrivate(bob, "hello from another chat")
 	st.waitText(43, "echo: hello from another chat")
 	if p := prompts(st); len(p) != 1 {
 		t.Fatalf("agent runs %q while the download hangs, want only the other chat's", p)
 	}
-	net.release()
+	net.Release()
 	st.waitText(42, "echo: see the file")
 	st.waitText(42, "echo: and fix it")
 	p := prompts(st)
@@ -152,19 +70,19 @@ func TestE2ESlowDownloadHoldsOnlyItsChat(t *testing.T) {
 // /stop is not held up by a download in its chat: it stops the running
 // answer at once; the message with the file runs once it has arrived.
 func TestE2EStopOvertakesADownload(t *testing.T) {
-	net := newStall("/file/")
+	net := nettest.NewStall("/file/")
 	st := newStack(t, telegramtest.Options{})
-	st.opts.HTTPClient = net.client()
+	st.opts.HTTPClient = net.Client()
 	st.up()
 	st.s.PushPrivate(ann, "!text 30\n!hang")
 	waitRuns(t, st, 1)
-	net.hold()
+	net.Hold()
 	st.s.PushDocument(42, ann, "and this file", "x.txt", []byte("x"))
-	net.waitHeld(t, 1)
+	net.WaitHeld(t, 1)
 	st.s.PushPrivate(ann, "/stop")
 	st.waitText(42, "Stopped")
 	st.waitText(42, "Stopping the running answer")
-	net.release()
+	net.Release()
 	st.waitText(42, "echo: and this file")
 }
 
@@ -175,11 +93,11 @@ func TestE2EStopOvertakesADownload(t *testing.T) {
 func TestDownloadInProgressSurvivesARestart(t *testing.T) {
 	s := telegramtest.New(t, telegramtest.Options{})
 	state := &memState{}
-	net := newStall("/file/")
-	net.hold()
-	_, r, stop := start(t, s, Options{State: state, HTTPClient: net.client()})
+	net := nettest.NewStall("/file/")
+	net.Hold()
+	_, r, stop := start(t, s, Options{State: state, HTTPClient: net.Client()})
 	doc := s.PushDocument(42, ann, "the file", "f.txt", []byte("data"))
-	net.waitHeld(t, 1)
+	net.WaitHeld(t, 1)
 	other := s.PushPrivate(bob, "meanwhile")
 	if m := r.next(t); m.Text != "meanwhile" {
 		t.Fatalf("got %+v while the download hangs", m)
@@ -218,25 +136,25 @@ func TestDownloadInProgressSurvivesARestart(t *testing.T) {
 // the poll loop, which goes on taking messages; once Telegram answers they
 // arrive, each conversation's in the order they were asked for.
 func TestE2EAnswersWaitOffThePollLoop(t *testing.T) {
-	net := newStall("/sendMessage")
+	net := nettest.NewStall("/sendMessage")
 	st := newStack(t, telegramtest.Options{})
 	st.allow = []string{"telegram:42", "telegram:43"}
-	st.opts.HTTPClient = net.client()
+	st.opts.HTTPClient = net.Client()
 	st.queueDepth = -1 // none may wait: a second message is answered "queue full"
 	st.up()
 	st.s.PushPrivate(ann, "!hang")
 	waitRuns(t, st, 1)
-	net.hold()
+	net.Hold()
 	st.s.PushPrivate(ann, "while it runs")                             // queue full
 	st.s.PushPrivate(ann, "/status")                                   // a command
 	st.s.PushPrivate(telegramtest.User{ID: 99, Username: "eve"}, "hi") // a refusal
-	net.waitHeld(t, 2)                                                 // two chats' first answers hang
+	net.WaitHeld(t, 2)                                                 // two chats' first answers hang
 	st.s.PushPrivate(bob, "still polling?")
 	waitRuns(t, st, 2)
 	if n := len(st.s.BotMessages(42)) + len(st.s.BotMessages(99)); n != 0 {
 		t.Fatalf("%d answers posted while sendMessage hangs", n)
 	}
-	net.release()
+	net.Release()
 	st.waitText(99, "not allowed")
 	st.waitText(42, "State: answering")
 	var texts []string
@@ -255,20 +173,20 @@ func TestE2EAnswersWaitOffThePollLoop(t *testing.T) {
 // Stopping golem delivers the short answers still waiting for the
 // platform, also those queued behind one that hangs.
 func TestE2EShutdownDeliversPendingAnswers(t *testing.T) {
-	net := newStall("/sendMessage")
+	net := nettest.NewStall("/sendMessage")
 	st := newStack(t, telegramtest.Options{})
-	st.opts.HTTPClient = net.client()
+	st.opts.HTTPClient = net.Client()
 	st.up()
-	net.hold()
+	net.Hold()
 	st.s.PushPrivate(ann, "/help")
-	net.waitHeld(t, 1)
+	net.WaitHeld(t, 1)
 	st.s.PushPrivate(ann, "/model opus")
 	st.s.WaitUntil(t, 20*time.Second, "the second command taken", func() bool {
 		return slices.ContainsFunc(st.s.Calls("getUpdates"), func(c telegramtest.Call) bool { return c.Params.Get("offset") == "1003" })
 	})
 	stopped := make(chan struct{})
 	go func() { st.stop(); close(stopped) }()
-	net.release()
+	net.Release()
 	<-stopped
 	var texts []string
 	for _, m := range st.s.BotMessages(42) {
