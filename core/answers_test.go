@@ -41,8 +41,8 @@ func TestHandleReturnsWhileTheAdapterStalls(t *testing.T) {
 		h.say("mallory", "let me in")   // a refusal
 		h.say("alice", "/model opus")   // a command
 		h.say("alice", "/status")       // another, after it
-		h.sayIn("C2", "alice", "!hang") // a turn in another conversation...
-		h.sayIn("C2", "alice", "more")  // ...and a full queue there
+		h.sayAs("C2", "alice", "!hang") // a turn in another conversation...
+		h.sayAs("C2", "alice", "more")  // ...and a full queue there
 	}()
 	select {
 	case <-returned:
@@ -53,7 +53,7 @@ func TestHandleReturnsWhileTheAdapterStalls(t *testing.T) {
 		t.Fatalf("%d answers posted through a stalled platform", n)
 	}
 	waitChild(t, h.log)
-	h.sayIn("C2", "alice", "/stop")
+	h.sayAs("C2", "alice", "/stop")
 
 	closed := make(chan struct{})
 	go func() { h.stop(); close(closed) }()
@@ -76,8 +76,8 @@ func TestHandleReturnsWhileTheAdapterStalls(t *testing.T) {
 	}
 }
 
-// sayIn is say in another channel, so another conversation.
-func (h *harness) sayIn(channel, user, text string) {
+// sayAs is say in another channel, so another conversation.
+func (h *harness) sayAs(channel, user, text string) {
 	n := strconv.FormatInt(msgSeq.Add(1), 10)
 	h.d.Handle(context.Background(), core.Message{
 		Platform: "rec", Channel: channel, User: user, Text: text, ID: "m" + n, EventID: "e" + n,
