@@ -302,7 +302,7 @@ func TestOffsetSurvivesRestart(t *testing.T) {
 	}
 	stop()
 	s.PushPrivate(ann, "three (sent while down)")
-	_, r2, _ := start(t, s, Options{State: state})
+	_, r2, stop2 := start(t, s, Options{State: state})
 	s.PushPrivate(ann, "four")
 	for range 2 {
 		seen[r2.next(t).EventID]++
@@ -316,6 +316,9 @@ func TestOffsetSurvivesRestart(t *testing.T) {
 			t.Errorf("%s delivered %d times: %v", id, seen[id], seen)
 		}
 	}
+	// The offset is saved by the poll loop after the update is handed on:
+	// stopping waits for the loop, so the stored value is its last word.
+	stop2()
 	if b, _ := state.Load(offsetKey); string(b) != "1006" {
 		t.Errorf("stored offset %q, want 1006", b)
 	}
