@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golem-chat/golem/adapters/internal/retry"
 	"github.com/golem-chat/golem/adapters/telegram/telegramtest"
 	"github.com/golem-chat/golem/core"
 )
@@ -280,6 +281,54 @@ func TestStalledCallIsRetried(t *testing.T) {
 	}
 }
 
+// TestAmbiguousPosts: a sendMessage that failed late (a 502, an answer
+// that never came) may have posted, and a bot cannot read the chat to find
+// out. Tool activity is then not repeated (never twice); an answer is (never
+// lost, at the risk of showing twice); an edit is, harmlessly.
+func TestAmbiguousPosts(t *testing.T) {
+	s := telegramtest.New(t, telegramtest.Options{})
+	a, _, _ := start(t, s, Options{callTimeout: 200 * time.Millisecond})
+	ctx := context.Background()
+	answer, err := a.Send(ctx, core.Place{Channel: "42"}, "answer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []telegramtest.Failure{
+		{Method: "sendMessage", Code: 502, Desc: "Bad Gateway", Landed: true},
+		{Method: "sendMessage", Hang: true, Landed: true},
+	} {
+		msgs, calls := len(s.BotMessages(42)), len(s.Calls("sendMessage"))
+		s.Fail(1, f)
+		err := a.SendActivity(ctx, answer, "🔧 `ls`")
+		if !errors.Is(err, retry.ErrMayHaveLanded) {
+			t.Errorf("activity after %+v: %v, want ErrMayHaveLanded", f, err)
+		}
+		if n := len(s.Calls("sendMessage")) - calls; n != 1 {
+			t.Errorf("activity after %+v sent %d times, want once", f, n)
+		}
+		if n := len(s.BotMessages(42)) - msgs; n != 1 {
+			t.Errorf("activity after %+v: %d new messages, want 1", f, n)
+		}
+	}
+
+	msgs := len(s.BotMessages(42))
+	s.Fail(1, telegramtest.Failure{Method: "sendMessage", Code: 502, Desc: "Bad Gateway", Landed: true})
+	if _, err := a.Send(ctx, core.Place{Channel: "42"}, "an answer is never lost"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.BotMessages(42)) - msgs; n != 2 {
+		t.Errorf("an answer whose post landed and failed: %d new messages, want 2 (repeated)", n)
+	}
+
+	s.Fail(1, telegramtest.Failure{Method: "editMessageText", Code: 502, Desc: "Bad Gateway", Landed: true})
+	if err := a.Edit(ctx, answer, "edited"); err != nil {
+		t.Fatalf("an edit that landed and failed: %v", err)
+	}
+	if got := s.BotMessages(42)[0]; got.Text != "edited" {
+		t.Errorf("answer after the edit: %+v", got)
+	}
+}
+
 func TestShutdownDoesNotWaitOutThePoll(t *testing.T) {
 	s := telegramtest.New(t, telegramtest.Options{})
 	_, _, stop := start(t, s, Options{PollTimeout: 50 * time.Second})
@@ -491,7 +540,7 @@ func TestUnauthorizedAndTokenNeverLogged(t *testing.T) {
 		t.Fatalf("a refused token gave %v", err)
 	}
 
-	var logs bytes.Buffer
+	var logs syncBuffer // Start's own calls may still be logging retries
 	lg := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a2, _, _ := start(t, s, Options{Logger: lg})
 	if _, err := a2.Send(context.Background(), core.Place{Channel: "42"}, "up"); err != nil {
@@ -510,6 +559,24 @@ func TestUnauthorizedAndTokenNeverLogged(t *testing.T) {
 	if strings.Contains(logs.String()+err.Error(), s.Token()) {
 		t.Fatalf("the token leaked:\n%s\n%v", logs.String(), err)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers and readers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 func mustInt(t *testing.T, s string) int64 {

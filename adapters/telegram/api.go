@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/golem-chat/golem/adapters/internal/retry"
 )
 
 // caller is the one thing the adapter needs of the Bot API: call a method
@@ -80,81 +83,70 @@ func isNotModified(err error) bool {
 	return ok && te.Code == 400 && strings.Contains(te.Message, "message is not modified")
 }
 
-// Retry bounds: a 429 is retried after its retry_after up to maxRateWaits
-// times; a 5xx or network error up to maxAttempts times with exponential
-// backoff from firstBackoff, capped at maxBackoff.
-const (
-	maxRateWaits = 20
-	maxAttempts  = 6
-	firstBackoff = 500 * time.Millisecond
-	maxBackoff   = 30 * time.Second
-)
-
 // callTimeout bounds one attempt of a call other than getUpdates (whose
 // long poll has its own bound), so a connection that stalls is retried
 // instead of holding up a conversation, or the poll loop, for good.
 const callTimeout = time.Minute
 
-// do calls method, honouring retry_after on every 429 and retrying 5xx
-// answers, network errors and stalled attempts with backoff; other API
-// errors (400, 401, 403) return at once. Errors wrap the library's
-// *tgbotapi.Error.
+// Backoff of the retry policy and of reconnecting: from firstBackoff,
+// doubling, up to maxBackoff.
+const (
+	firstBackoff = 500 * time.Millisecond
+	maxBackoff   = 30 * time.Second
+)
+
+// newPolicy is the adapter's retry policy: retry_after honoured on every
+// 429 (up to 20 times), 5xx answers, network errors and stalled attempts
+// retried with backoff (up to 6 failures); other API errors (400, 401, 403)
+// are final.
+func newPolicy(log *slog.Logger, attempt time.Duration) retry.Policy {
+	return retry.Policy{Log: log, Classify: verdict, AttemptTimeout: attempt,
+		MaxAttempts: 26, MaxFailures: 6, FirstBackoff: firstBackoff, MaxBackoff: maxBackoff}
+}
+
+// verdict reads a failed call for the retry policy.
+func verdict(err error) retry.Verdict {
+	te, isAPI := apiError(err)
+	switch {
+	case isAPI && te.Code == http.StatusTooManyRequests:
+		return retry.Limited(time.Duration(max(te.RetryAfter, 1)) * time.Second)
+	case isAPI && te.Code >= 500:
+		return retry.Failed(fmt.Sprintf("http_%d", te.Code))
+	case isAPI:
+		return retry.Refused
+	}
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		return retry.Failed("timeout")
+	}
+	return retry.Failed("network")
+}
+
+// do calls method with no rate budget, repeating it after any transient
+// failure: for calls that do no harm when repeated (getUpdates, getFile,
+// setMyCommands, drafts).
 func (a *Adapter) do(ctx context.Context, method string, p tgbotapi.Params) (json.RawMessage, error) {
+	return a.doCall(ctx, retry.Call{Method: method, Idempotent: true}, p)
+}
+
+// doCall calls c.Method with p under the adapter's retry policy (c.Before
+// takes the rate budget before every attempt). Errors wrap the library's
+// *tgbotapi.Error and never carry the token.
+func (a *Adapter) doCall(ctx context.Context, c retry.Call, p tgbotapi.Params) (json.RawMessage, error) {
 	api, err := a.connected(ctx)
 	if err != nil {
 		return nil, err
 	}
-	backoff := firstBackoff
-	rateWaits, failures := 0, 0
-	for {
-		actx, cancel := ctx, context.CancelFunc(func() {})
-		if method != "getUpdates" {
-			actx, cancel = context.WithTimeout(ctx, a.opts.callTimeout)
-		}
-		res, err := api.call(actx, method, p)
-		cancel()
-		if err == nil {
-			return res, nil
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("telegram: %s: %w", method, ctx.Err())
-		}
-		var wait time.Duration
-		te, isAPI := apiError(err)
-		switch {
-		case isAPI && te.Code == http.StatusTooManyRequests:
-			rateWaits++
-			if rateWaits > maxRateWaits {
-				return nil, fmt.Errorf("telegram: %s: still rate limited after %d waits: %w", method, maxRateWaits, err)
-			}
-			wait = time.Duration(max(te.RetryAfter, 1)) * time.Second
-			a.log.Warn("telegram: rate limited", "method", method, "retry_after_s", te.RetryAfter)
-		case !isAPI || te.Code >= 500:
-			failures++
-			if failures >= maxAttempts {
-				return nil, fmt.Errorf("telegram: %s: giving up after %d attempts: %w", method, failures, err)
-			}
-			wait, backoff = backoff, min(2*backoff, maxBackoff)
-			a.log.Warn("telegram: call failed, retrying", "method", method, "err", err, "retry_in", wait)
-		default:
-			return nil, fmt.Errorf("telegram: %s: %w", method, err)
-		}
-		if err := sleep(ctx, wait); err != nil {
-			return nil, fmt.Errorf("telegram: %s: %w", method, err)
-		}
+	c.NoAttemptTimeout = c.Method == "getUpdates" // the long poll bounds itself
+	var res json.RawMessage
+	err = a.retry.Do(ctx, c, func(ctx context.Context) error {
+		var err error
+		res, err = api.call(ctx, c.Method, p)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("telegram: %w", err)
 	}
-}
-
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return res, nil
 }
 
 // connected waits until Start has reached the Bot API (the adapter learns

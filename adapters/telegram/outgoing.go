@@ -10,6 +10,7 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
+	"github.com/golem-chat/golem/adapters/internal/retry"
 	"github.com/golem-chat/golem/core"
 )
 
@@ -95,18 +96,18 @@ func (a *Adapter) post(ctx context.Context, chat int64, method string, base tgbo
 		p[k] = v
 	}
 	p["text"], p["parse_mode"] = r.HTML, "HTML"
-	if err := a.budgets.wait(ctx, chat, prio); err != nil {
-		return core.MessageRef{}, fmt.Errorf("telegram: %s: %w", method, err)
-	}
-	res, err := a.do(ctx, method, p)
+	// Every attempt, a retry too, waits for the budget. An edit may be
+	// repeated freely; a new message that may have landed is repeated for
+	// an answer (never lost) but not for tool activity (never twice): a
+	// bot cannot read the chat to find out (see the retry package).
+	call := retry.Call{Method: method, Idempotent: method != "sendMessage", RiskDuplicate: prio == prioSend,
+		Before: func(ctx context.Context) (func(), error) { return nil, a.budgets.wait(ctx, chat, prio) }}
+	res, err := a.doCall(ctx, call, p)
 	if isParseError(err) {
 		a.log.Warn("telegram: HTML rejected, sending plain text", "method", method, "err", err)
 		p["text"] = r.Plain
 		delete(p, "parse_mode")
-		if err := a.budgets.wait(ctx, chat, prio); err != nil {
-			return core.MessageRef{}, fmt.Errorf("telegram: %s: %w", method, err)
-		}
-		res, err = a.do(ctx, method, p)
+		res, err = a.doCall(ctx, call, p)
 	}
 	if err != nil {
 		return core.MessageRef{}, err
@@ -143,14 +144,13 @@ func (a *Adapter) Draft(ctx context.Context, to core.Place, markdown string) err
 	if to.Thread != "" {
 		p["message_thread_id"] = to.Thread
 	}
-	if err := a.budgets.global.wait(ctx, prioEdit); err != nil {
-		return fmt.Errorf("telegram: sendMessageDraft: %w", err)
-	}
-	_, err := a.do(ctx, "sendMessageDraft", p)
+	call := retry.Call{Method: "sendMessageDraft", Idempotent: true,
+		Before: func(ctx context.Context) (func(), error) { return nil, a.budgets.global.wait(ctx, prioEdit) }}
+	_, err := a.doCall(ctx, call, p)
 	if isParseError(err) {
 		p["text"] = r.Plain
 		delete(p, "parse_mode")
-		_, err = a.do(ctx, "sendMessageDraft", p)
+		_, err = a.doCall(ctx, call, p)
 	}
 	return err
 }

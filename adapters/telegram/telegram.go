@@ -19,6 +19,7 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
+	"github.com/golem-chat/golem/adapters/internal/retry"
 	"github.com/golem-chat/golem/core"
 )
 
@@ -64,6 +65,7 @@ type Adapter struct {
 	base    string
 	client  *http.Client
 	budgets *budgets
+	retry   retry.Policy
 
 	ready chan struct{} // closed once api and self are set
 	api   caller
@@ -106,9 +108,11 @@ func New(opts Options) (*Adapter, error) {
 	if client == nil {
 		client = &http.Client{}
 	}
+	log := logger(opts.Logger).With("platform", "telegram")
 	return &Adapter{
 		opts:    opts,
-		log:     logger(opts.Logger).With("platform", "telegram"),
+		log:     log,
+		retry:   newPolicy(log, opts.callTimeout),
 		base:    strings.TrimRight(opts.APIURL, "/"),
 		client:  client,
 		budgets: newBudgets(opts.PrivateInterval, opts.GroupInterval, time.Duration(float64(time.Second)/opts.GlobalPerSecond)),
@@ -180,8 +184,8 @@ func (a *Adapter) connect(ctx context.Context) error {
 		if te, ok := apiError(err); ok && (te.Code == http.StatusUnauthorized || te.Code == http.StatusNotFound) {
 			return ErrUnauthorized
 		}
-		a.log.Warn("telegram: connecting failed, retrying", "err", err, "retry_in", backoff)
-		if err := sleep(ctx, backoff); err != nil {
+		a.log.Warn("telegram: connecting failed, retrying", "method", "getMe", "retry_in_ms", backoff.Milliseconds(), "reason", verdict(err).Reason, "err", err)
+		if err := retry.Wait(ctx, backoff); err != nil {
 			return err
 		}
 		backoff = min(2*backoff, maxBackoff)
@@ -223,8 +227,8 @@ func (a *Adapter) poll(ctx context.Context, h core.Handler) error {
 			if ctx.Err() != nil {
 				break
 			}
-			a.log.Warn("telegram: polling failed, retrying", "err", err, "retry_in", backoff)
-			if sleep(ctx, backoff) != nil {
+			a.log.Warn("telegram: polling failed, retrying", "method", "getUpdates", "retry_in_ms", backoff.Milliseconds(), "reason", verdict(err).Reason, "err", err)
+			if retry.Wait(ctx, backoff) != nil {
 				break
 			}
 			backoff = min(2*backoff, maxBackoff)
@@ -233,8 +237,8 @@ func (a *Adapter) poll(ctx context.Context, h core.Handler) error {
 		var raws []json.RawMessage
 		if err := json.Unmarshal(res, &raws); err != nil {
 			// Asking again at once would get the same answer.
-			a.log.Error("telegram: bad getUpdates answer, retrying", "err", err, "retry_in", backoff)
-			if sleep(ctx, backoff) != nil {
+			a.log.Error("telegram: bad getUpdates answer, retrying", "method", "getUpdates", "retry_in_ms", backoff.Milliseconds(), "reason", "bad_answer", "err", err)
+			if retry.Wait(ctx, backoff) != nil {
 				break
 			}
 			backoff = min(2*backoff, maxBackoff)

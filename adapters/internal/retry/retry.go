@@ -140,11 +140,17 @@ type Call struct {
 	// Idempotent says that repeating an attempt that took effect does no
 	// harm: an edit, a read, a create the platform deduplicates.
 	Idempotent bool
+	// RiskDuplicate repeats an attempt that may have landed although
+	// nothing can tell: for a post whose loss costs more than showing it
+	// twice (Telegram's answers, see the package doc). Each such repeat is
+	// logged.
+	RiskDuplicate bool
 	// Landed, for a call that is not idempotent, finds out whether the
 	// attempt begun at since took effect. It runs only after an attempt
 	// that may have landed; found ends the call with success (the attempt
 	// func should have kept what it needs, or Landed records it). An error
-	// ends the call with ErrMayHaveLanded.
+	// ends the call with ErrMayHaveLanded. Without Landed (and without
+	// RiskDuplicate) such an attempt is not repeated.
 	Landed func(ctx context.Context, since time.Time) (found bool, err error)
 	// NoAttemptTimeout lifts Policy.AttemptTimeout for a request that
 	// bounds itself (a long poll).
@@ -230,7 +236,11 @@ func (p *Policy) Do(ctx context.Context, c Call, attempt func(ctx context.Contex
 				c.RateLimited(wait)
 			}
 		case Transient:
-			if wrote && !c.Idempotent {
+			switch {
+			case !wrote || c.Idempotent:
+			case c.RiskDuplicate:
+				q.Log.Warn("repeating a request that may have gone through", "method", c.Method, "attempt", n, "reason", v.Reason, "err", err)
+			default:
 				if c.Landed == nil {
 					q.Log.Warn("request may have gone through; not repeated", "method", c.Method, "attempt", n, "reason", v.Reason, "err", err)
 					return fmt.Errorf("%s: %w: %w", c.Method, ErrMayHaveLanded, err)

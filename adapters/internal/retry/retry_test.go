@@ -202,6 +202,11 @@ func TestMayHaveLanded(t *testing.T) {
 			}
 
 			s = newServer(t, status)
+			if err := p.Do(context.Background(), Call{Method: "post", RiskDuplicate: true}, post(s.URL)); err != nil || s.count() != 2 {
+				t.Errorf("risking a duplicate: err %v after %d requests, want a retry", err, s.count())
+			}
+
+			s = newServer(t, status)
 			check := func(context.Context, time.Time) (bool, error) { return false, errors.New("history unreadable") }
 			if err := p.Do(context.Background(), Call{Method: "post", Landed: check}, post(s.URL)); !errors.Is(err, ErrMayHaveLanded) || s.count() != 1 {
 				t.Errorf("check failed: err %v after %d requests", err, s.count())

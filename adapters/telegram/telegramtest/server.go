@@ -66,6 +66,10 @@ type Failure struct {
 	// Hang holds the request unanswered until the client gives up (a
 	// connection that stalls); Code and Desc are then unused.
 	Hang bool
+	// Landed runs the method before answering with the failure, as
+	// Telegram may when it fails late: a sendMessage answered 502 or left
+	// hanging has posted its message all the same.
+	Landed bool
 }
 
 // Server is a running fake. Its methods are safe for concurrent use.
@@ -276,6 +280,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.calls = append(s.calls, Call{Method: method, Params: params, At: now})
 	s.notifyLocked()
 	if f, ok := s.takeFailureLocked(method, params); ok {
+		if f.Landed {
+			s.methodLocked(method, params)
+			s.notifyLocked()
+		}
 		s.mu.Unlock()
 		if f.Hang {
 			<-r.Context().Done()
