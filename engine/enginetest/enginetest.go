@@ -47,7 +47,8 @@
 //
 //	!sleep 300ms        pause
 //	!text N             answer N characters of text in deltas of about 20
-//	!delta-rate D N     answer N one-character deltas, one every D
+//	!delta-rate D N [S] answer N deltas of S characters (default 1), one every D
+//	!sleep-until T      pause until unix nanoseconds T (turns that start together)
 //	!fence              answer a ~5,000-character Markdown text with a long code fence
 //	!huge N             answer one text block of N bytes: its lines are longer than N
 //	!stamp              answer "stamp:<unix nanoseconds>", the time the line is written

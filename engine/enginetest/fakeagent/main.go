@@ -158,7 +158,7 @@ type script struct {
 var known = map[string]bool{
 	"sleep": true, "text": true, "tool": true, "hang": true, "crash": true, "garbage": true,
 	"huge": true, "error": true, "fence": true, "delta-rate": true, "stamp": true, "write": true,
-	"no-result": true, "exit": true, "no-newline": true, "stderr": true, "ignore-term": true,
+	"sleep-until": true, "no-result": true, "exit": true, "no-newline": true, "stderr": true, "ignore-term": true,
 }
 
 func parseScript(prompt string) (script, error) {
@@ -210,8 +210,14 @@ func (a *agent) run(s script) {
 		case "text":
 			a.say(filler(atoi(d.arg)), atoi(d.arg)/20+1, 0)
 		case "delta-rate":
-			every, n, _ := strings.Cut(d.arg, " ")
-			a.say(strings.Repeat("x", atoi(n)), atoi(n), duration(every))
+			every, rest, _ := strings.Cut(d.arg, " ")
+			n, size, ok := strings.Cut(rest, " ")
+			if !ok {
+				size = "1"
+			}
+			a.say(strings.Repeat("x", atoi(n)*atoi(size)), atoi(n), duration(every))
+		case "sleep-until":
+			time.Sleep(time.Until(time.Unix(0, int64(atoi(d.arg)))))
 		case "fence":
 			a.say(fenced, 40, 0)
 		case "huge":
