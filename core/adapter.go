@@ -73,6 +73,10 @@ type Limits struct {
 	// MinPostInterval is the shortest time between two new messages in one
 	// conversation (tool activity is batched to respect it).
 	MinPostInterval time.Duration
+	// MaxUpload is the largest file, in bytes, that an Uploader takes; a
+	// bigger one is never handed to Upload and gets a note instead. Zero
+	// for a Poster that is not an Uploader.
+	MaxUpload int64
 }
 
 // Place is where an answer goes: the conversation's channel and thread, and
@@ -195,4 +199,23 @@ type Typist interface {
 // command answers when present; otherwise it uses Send.
 type PrivateReplier interface {
 	ReplyPrivately(ctx context.Context, to Message, text string) error
+}
+
+// File is a file handed to the chat under an answer: what the agent left
+// in outbox/, or a long /diff.
+type File struct {
+	// Name is what the chat shows: one path element, already made safe by
+	// core (SafeFileName), never empty.
+	Name string
+	Path string // where the bytes are; the Uploader reads, never moves them
+	Size int64  // bytes; at most the Poster's Limits.MaxUpload
+}
+
+// Uploader is implemented by posters that can attach a file under an
+// answer: in the answer's thread (Slack, Discord), as a reply to it
+// (Telegram, which shows an image as a photo). Core calls it after the
+// answer's final text, one file at a time, only for files within
+// Limits.MaxUpload; a Poster without it gets a note naming the files.
+type Uploader interface {
+	Upload(ctx context.Context, answer MessageRef, f File) error
 }

@@ -19,6 +19,9 @@ var commands = map[string]string{
 	"status": "show engine, model, session and whether an answer is running",
 	"engine": "`/engine NAME` switch the agent CLI (starts a new session)",
 	"model":  "`/model NAME` choose the model; `/model default` resets",
+	"diff":   "this conversation's changes since its branch started (with `isolation: worktree`)",
+	"branch": "this conversation's branch and worktree, and how to fetch it",
+	"pr":     "open a pull request for this conversation's branch (runs `pr_command`)",
 	"help":   "this list",
 	"start":  "", // Telegram's first message; answered like /help
 }
@@ -56,6 +59,9 @@ func (d *Dispatcher) command(m Message, name, args string) {
 		text, err = d.setEngine(m, key, args)
 	case "model":
 		text, err = d.setModel(m, key, args)
+	case "diff", "branch", "pr":
+		d.workCommand(m, name)
+		return
 	}
 	if err != nil {
 		d.log.Error("command", "command", name, "conversation", key.String(), "err", err)

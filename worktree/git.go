@@ -19,6 +19,11 @@ var ErrNotRepository = errors.New("not a git repository")
 // trimmed. Each call is bounded by timeout as well as ctx; a failure
 // carries git's own message (its stderr), never the output.
 func git(ctx context.Context, timeout time.Duration, dir string, args ...string) (string, error) {
+	return gitEnv(ctx, timeout, dir, nil, args...)
+}
+
+// gitEnv is git with env added to the environment.
+func gitEnv(ctx context.Context, timeout time.Duration, dir string, env []string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", args...)
@@ -26,6 +31,7 @@ func git(ctx context.Context, timeout time.Duration, dir string, args ...string)
 	// No prompts (a push asking for a password would hang), messages in
 	// English so they can be shown as they are, no pager.
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_PAGER=cat")
+	cmd.Env = append(cmd.Env, env...)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {

@@ -291,6 +291,9 @@ func commands() []*discordgo.ApplicationCommand {
 		{Name: "status", Description: "Show engine, model, session and whether an answer is running"},
 		{Name: "engine", Description: "Show or switch the agent CLI", Options: str("name", "Engine name, e.g. claude-code or cursor", false)},
 		{Name: "model", Description: "Show or choose the model; 'default' resets", Options: str("name", "Model name, e.g. sonnet", false)},
+		{Name: "diff", Description: "This channel's changes since its branch started"},
+		{Name: "branch", Description: "This channel's branch and worktree, and how to fetch it"},
+		{Name: "pr", Description: "Open a pull request for this channel's branch"},
 		{Name: "help", Description: "What golem can do"},
 	}
 }

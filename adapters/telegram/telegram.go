@@ -144,6 +144,9 @@ var commands = []tgbotapi.BotCommand{
 	{Command: "status", Description: "Show the session, engine and model"},
 	{Command: "engine", Description: "Show or switch the agent engine"},
 	{Command: "model", Description: "Show or switch the model"},
+	{Command: "diff", Description: "Show this chat's changes"},
+	{Command: "branch", Description: "Show this chat's branch and worktree"},
+	{Command: "pr", Description: "Open a pull request for this chat's branch"},
 	{Command: "help", Description: "List the commands"},
 }
 
