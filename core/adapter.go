@@ -90,6 +90,11 @@ type Place struct {
 	// message when Thread is empty (session_scope: thread on Slack, where
 	// each thread is its own session). Platforms without threads ignore it.
 	StartThread bool
+	// Continues marks a message that carries on an answer already posted
+	// (a continuation past the length limit, a final text posted anew);
+	// false for a new answer or a notice. Adapters with a shared flood
+	// budget (Telegram) send new answers first.
+	Continues bool
 }
 
 // Handler receives incoming messages.

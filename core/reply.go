@@ -362,7 +362,9 @@ func (r *Reply) finish(ctx context.Context, text, notice string, tools []string)
 }
 
 func (r *Reply) send(ctx context.Context, text string) bool {
-	ref, err := r.a.Send(ctx, r.place, text)
+	to := r.place
+	to.Continues = len(r.msgs) > 0
+	ref, err := r.a.Send(ctx, to, text)
 	if err != nil {
 		r.log.Warn("post answer", "err", err)
 		return false

@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -464,69 +466,192 @@ func TestBudgetsKeepWithinTelegramsLimits(t *testing.T) {
 }
 
 func TestBudgetsForgetQuietChats(t *testing.T) {
-	b := newBudgets(time.Nanosecond, time.Nanosecond, time.Nanosecond)
-	busy := b.acquire(7) // a chat in use is kept
-	for id := range int64(10 * minSweep) {
-		if err := b.wait(context.Background(), id+100, prioSend); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b.mu.Lock()
-	n, kept := len(b.chats), b.chats[7] == busy
-	b.mu.Unlock()
-	if n > minSweep+1 || !kept {
-		t.Errorf("%d chat gates after %d quiet chats (kept the busy one: %v)", n, 10*minSweep, kept)
-	}
-	b.release(busy)
-}
-
-func TestGatePrefersNewMessagesOverEdits(t *testing.T) {
-	g := newGate(time.Hour)
-	if err := g.wait(context.Background(), prioEdit); err != nil { // takes the free turn
+	b := newBudget(time.Nanosecond, time.Nanosecond, 1e9, 1<<20)
+	busy, err := b.take(context.Background(), 7, classNew) // a chat in use is kept
+	if err != nil {
 		t.Fatal(err)
 	}
-	order := make(chan int, 2)
-	for _, p := range []int{prioEdit, prioSend} {
-		go func() {
-			if g.wait(context.Background(), p) == nil {
-				order <- p
-			}
-		}()
-		for queued := false; !queued; { // wait until it is queued
-			g.mu.Lock()
-			queued = len(g.queue[p]) == 1
-			g.mu.Unlock()
+	for id := range int64(10 * minSweep) {
+		s, err := b.take(context.Background(), id+100, classNew)
+		if err != nil {
+			t.Fatal(err)
 		}
+		s.done()
 	}
-	queued := func() (send, edit int) {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return len(g.queue[prioSend]), len(g.queue[prioEdit])
+	b.mu.Lock()
+	n, kept := len(b.chats), b.chats[7] == busy.chat
+	b.mu.Unlock()
+	if n > minSweep+1 || !kept {
+		t.Errorf("%d chats kept after %d quiet chats (kept the busy one: %v)", n, 10*minSweep, kept)
 	}
-	g.mu.Lock()
-	g.last = time.Time{} // the hour is over
-	g.mu.Unlock()
-	g.release()
-	if send, edit := queued(); send != 0 || edit != 1 {
-		t.Fatalf("after one grant %d sends and %d edits wait; want the send served first", send, edit)
+	busy.done()
+}
+
+// queueUp starts a take of class c into chat and returns once it waits or
+// has been granted; the class arrives on got when granted.
+func queueUp(t *testing.T, b *budget, chat int64, c class, got chan<- class) {
+	t.Helper()
+	b.mu.Lock()
+	before := len(b.waiting[c])
+	b.mu.Unlock()
+	var granted atomic.Bool
+	go func() {
+		if s, err := b.take(context.Background(), chat, c); err == nil {
+			granted.Store(true)
+			got <- c
+			s.done()
+		}
+	}()
+	for queued := false; !queued && !granted.Load(); { // wait until it is queued
+		b.mu.Lock()
+		queued = len(b.waiting[c]) > before
+		b.mu.Unlock()
+		runtime.Gosched()
 	}
-	if p := <-order; p != prioSend {
-		t.Fatalf("granted %d", p)
+}
+
+// grantTokens puts n tokens in the bot's bucket (which refills too slowly
+// to matter) and dispatches.
+func grantTokens(b *budget, n float64) {
+	b.mu.Lock()
+	b.tokens = n
+	b.dispatchLocked(time.Now())
+	b.mu.Unlock()
+}
+
+func TestBudgetPrefersNewMessagesOverEdits(t *testing.T) {
+	b := newBudget(time.Nanosecond, time.Nanosecond, 1e-9, 1)
+	s, err := b.take(context.Background(), 1, classEdit) // takes the free token
+	if err != nil {
+		t.Fatal(err)
 	}
-	g.mu.Lock()
-	g.last = time.Time{}
-	g.mu.Unlock()
-	g.release()
-	if p := <-order; p != prioEdit {
-		t.Fatalf("granted %d", p)
+	s.done()
+	order := make(chan class, 3)
+	queueUp(t, b, 2, classEdit, order)
+	queueUp(t, b, 3, classMust, order)
+	queueUp(t, b, 4, classNew, order)
+	for _, want := range []class{classNew, classMust, classEdit} {
+		grantTokens(b, 1)
+		if c := <-order; c != want {
+			t.Fatalf("granted %v, want %v", c, want)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	g.mu.Lock()
-	g.last = time.Now()
-	g.mu.Unlock()
-	if err := g.wait(ctx, prioSend); !errors.Is(err, context.Canceled) {
+	if _, err := b.take(ctx, 5, classNew); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled wait returned %v", err)
+	}
+}
+
+func TestBudgetKeepsAReserveForNewAnswers(t *testing.T) {
+	b := newBudget(time.Nanosecond, time.Nanosecond, 1e-9, 8) // edits leave 6 tokens, continuations 2
+	got := make(chan class, 3)
+	grantTokens(b, 0)
+	queueUp(t, b, 1, classEdit, got)
+	queueUp(t, b, 2, classMust, got)
+	grantTokens(b, 6)
+	if c := <-got; c != classMust {
+		t.Fatalf("with 6 tokens granted %v, want the continuation", c)
+	}
+	b.mu.Lock()
+	left, editWaits := b.tokens, len(b.waiting[classEdit])
+	b.mu.Unlock()
+	if math.Round(left) != 5 || editWaits != 1 {
+		t.Fatalf("%v tokens left, %d edits waiting; want 5 and the edit", left, editWaits)
+	}
+	queueUp(t, b, 3, classNew, got)
+	if c := <-got; c != classNew {
+		t.Fatalf("granted %v, want the new answer", c)
+	}
+	grantTokens(b, 7)
+	if c := <-got; c != classEdit {
+		t.Fatalf("with 7 tokens granted %v, want the edit", c)
+	}
+}
+
+func TestBudgetHoldsAChatUntilItsCallIsAnsweredAndSpaced(t *testing.T) {
+	b := newBudget(time.Hour, time.Hour, 1e9, 100)
+	s, err := b.take(context.Background(), 1, classEdit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan class, 2)
+	queueUp(t, b, 1, classNew, got)  // the chat's call is in flight: it waits, though tokens are there
+	queueUp(t, b, 2, classEdit, got) // another chat does not wait for it
+	if c := <-got; c != classEdit {
+		t.Fatalf("granted %v", c)
+	}
+	s.done()
+	b.hold(1, 2*time.Hour) // a 429 with a retry_after longer than the interval
+	b.mu.Lock()
+	cs := b.chats[1]
+	next, waits := cs.next, len(b.waiting[classNew])
+	b.mu.Unlock()
+	if waits != 1 || time.Until(next) < 119*time.Minute {
+		t.Fatalf("after the answer %d new answers wait, the chat is free in %v; want 1 and the retry_after", waits, time.Until(next))
+	}
+	b.mu.Lock()
+	cs.next = time.Now()
+	b.dispatchLocked(time.Now())
+	b.mu.Unlock()
+	if c := <-got; c != classNew {
+		t.Fatalf("granted %v", c)
+	}
+}
+
+func TestEveryCallIntoAChatTakesFromOneBudget(t *testing.T) {
+	s := telegramtest.New(t, telegramtest.Options{EnforceRates: true, PerChatInterval: 100 * time.Millisecond, GlobalPerSecond: 20})
+	a, _, _ := start(t, s, Options{PrivateInterval: 110 * time.Millisecond, GlobalPerSecond: 15, GlobalBurst: 4})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for i := range 6 {
+		chat := itoa(int64(100 + i))
+		wg.Go(func() {
+			ref, err := a.Send(ctx, core.Place{Channel: chat}, "first")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for _, err := range []error{
+				a.EditLatest(ctx, ref, func() string { return "first, growing" }),
+				a.SendActivity(ctx, ref, "🔧 **Bash**"),
+				a.Edit(ctx, ref, "first, final"),
+				func() error { _, err := a.Send(ctx, core.Place{Channel: chat, Continues: true}, "second"); return err }(),
+			} {
+				if err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := s.TooMany(); n != 0 {
+		t.Fatalf("the fake answered 429 %d times", n)
+	}
+	for i := range 6 {
+		if ms := s.BotMessages(int64(100 + i)); len(ms) != 3 || ms[0].Text != "first, final" || ms[2].Text != "second" {
+			t.Fatalf("chat %d: %+v", 100+i, ms)
+		}
+	}
+}
+
+func TestRetryAfterAServerErrorWaitsForTheChatsBudget(t *testing.T) {
+	s := telegramtest.New(t, telegramtest.Options{EnforceRates: true})
+	// The default interval: a 5xx retry's backoff (0.5 s) is shorter.
+	a, _, _ := start(t, s, Options{PrivateInterval: 1050 * time.Millisecond})
+	ctx := context.Background()
+	if _, err := a.Send(ctx, core.Place{Channel: "42"}, "one"); err != nil {
+		t.Fatal(err)
+	}
+	s.Fail(1, telegramtest.Failure{Method: "sendMessage", Code: 500, Desc: "Internal Server Error"})
+	if _, err := a.Send(ctx, core.Place{Channel: "42"}, "two"); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.TooMany(); n != 0 {
+		t.Fatalf("the fake answered 429 %d times: the retry did not wait for the chat's budget", n)
+	}
+	if ms := s.BotMessages(42); len(ms) != 2 || ms[1].Text != "two" {
+		t.Fatalf("messages %+v", ms)
 	}
 }
 

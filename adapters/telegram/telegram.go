@@ -43,12 +43,16 @@ type Options struct {
 	// HTTPClient makes every request; default a client without an
 	// overall timeout (the adapter bounds each call itself).
 	HTTPClient *http.Client
-	// Budgets; zero values take the defaults that keep within Telegram's
-	// limits: 1.1s between messages in a private chat, 3s in a group
-	// (20 a minute), 25 requests a second overall.
+	// The flood budget every message call takes from (see budget); zero
+	// values take the defaults that keep within Telegram's limits. A
+	// chat's next call starts PrivateInterval (default 1.05s) after its
+	// previous one was answered, GroupInterval (default 3.05s, under 20 a
+	// minute) in a group; the bot makes GlobalPerSecond calls a second
+	// (default 29) with bursts of GlobalBurst (default GlobalPerSecond-1).
 	PrivateInterval time.Duration
 	GroupInterval   time.Duration
 	GlobalPerSecond float64
+	GlobalBurst     int
 	// Drafts enables Draft (sendMessageDraft, Bot API 9.5+, private chats
 	// only). Default off: edits are the reliable way to stream.
 	Drafts bool
@@ -60,12 +64,12 @@ type Options struct {
 // the polling loop. Send, Edit and SendActivity may be called from many
 // goroutines; they wait until Start has connected.
 type Adapter struct {
-	opts    Options
-	log     *slog.Logger
-	base    string
-	client  *http.Client
-	budgets *budgets
-	retry   retry.Policy
+	opts   Options
+	log    *slog.Logger
+	base   string
+	client *http.Client
+	budget *budget
+	retry  retry.Policy
 
 	ready chan struct{} // closed once api and self are set
 	api   caller
@@ -73,9 +77,10 @@ type Adapter struct {
 }
 
 var (
-	_ core.Adapter = (*Adapter)(nil)
-	_ core.Typist  = (*Adapter)(nil)
-	_ core.Drafter = (*Adapter)(nil)
+	_ core.Adapter      = (*Adapter)(nil)
+	_ core.Typist       = (*Adapter)(nil)
+	_ core.Drafter      = (*Adapter)(nil)
+	_ core.LatestEditor = (*Adapter)(nil)
 )
 
 // ErrUnauthorized means Telegram refused the bot token.
@@ -93,13 +98,16 @@ func New(opts Options) (*Adapter, error) {
 		opts.PollTimeout = 50 * time.Second
 	}
 	if opts.PrivateInterval <= 0 {
-		opts.PrivateInterval = 1100 * time.Millisecond
+		opts.PrivateInterval = 1050 * time.Millisecond
 	}
 	if opts.GroupInterval <= 0 {
-		opts.GroupInterval = 3 * time.Second
+		opts.GroupInterval = 3050 * time.Millisecond
 	}
 	if opts.GlobalPerSecond <= 0 {
-		opts.GlobalPerSecond = 25
+		opts.GlobalPerSecond = 29
+	}
+	if opts.GlobalBurst <= 0 {
+		opts.GlobalBurst = max(1, int(opts.GlobalPerSecond)-1)
 	}
 	if opts.callTimeout <= 0 {
 		opts.callTimeout = callTimeout
@@ -110,13 +118,13 @@ func New(opts Options) (*Adapter, error) {
 	}
 	log := logger(opts.Logger).With("platform", "telegram")
 	return &Adapter{
-		opts:    opts,
-		log:     log,
-		retry:   newPolicy(log, opts.callTimeout),
-		base:    strings.TrimRight(opts.APIURL, "/"),
-		client:  client,
-		budgets: newBudgets(opts.PrivateInterval, opts.GroupInterval, time.Duration(float64(time.Second)/opts.GlobalPerSecond)),
-		ready:   make(chan struct{}),
+		opts:   opts,
+		log:    log,
+		retry:  newPolicy(log, opts.callTimeout),
+		base:   strings.TrimRight(opts.APIURL, "/"),
+		client: client,
+		budget: newBudget(opts.PrivateInterval, opts.GroupInterval, opts.GlobalPerSecond, opts.GlobalBurst),
+		ready:  make(chan struct{}),
 	}, nil
 }
 

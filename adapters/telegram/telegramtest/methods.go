@@ -117,7 +117,7 @@ func (s *Server) sendMessageLocked(p url.Values) (any, int, string) {
 		return nil, code, desc
 	}
 	c := s.chatLocked(chatID, "")
-	m := &Message{Chat: chatID, FromBot: true, Text: text, Raw: p.Get("text"), ParseMode: p.Get("parse_mode")}
+	m := &Message{Chat: chatID, FromBot: true, Text: text, Raw: p.Get("text"), ParseMode: p.Get("parse_mode"), At: s.opts.Clock()}
 	m.Thread, _ = strconv.ParseInt(p.Get("message_thread_id"), 10, 64)
 	if r := p.Get("reply_to_message_id"); r != "" {
 		m.ReplyTo, _ = strconv.ParseInt(r, 10, 64)

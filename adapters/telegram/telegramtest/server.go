@@ -27,13 +27,30 @@ type Options struct {
 	Token       string
 	BotID       int64
 	BotUsername string
-	// EnforceRates answers 429 (with retry_after) when a chat gets a new
-	// message or an edit sooner than PerChatInterval after its previous one,
-	// or when more than GlobalPerSecond requests (every method but
-	// getUpdates, getMe, getFile and setMyCommands) arrive within a second.
-	EnforceRates    bool
-	PerChatInterval time.Duration // default 1s
-	GlobalPerSecond int           // default 30
+	// EnforceRates holds the bot to Telegram's flood limits, each a token
+	// bucket (see Rates): every message call into a chat (sendMessage,
+	// editMessageText, sendMessageDraft) takes a token of the chat's
+	// bucket, a group's also one of its per-minute bucket, and every
+	// request but getUpdates, getMe, getFile and setMyCommands one of the
+	// bot's. A call that finds a bucket empty is answered 429 with
+	// retry_after (whole seconds, rounded up) and takes no token; when the
+	// chat's own budget refused it, every call into that chat is refused
+	// until retry_after has passed, as Telegram does.
+	EnforceRates bool
+	// PerChatInterval refills a chat's bucket, which holds PerChatBurst
+	// tokens: default one call a second, burst 1.
+	PerChatInterval time.Duration
+	PerChatBurst    int
+	// GroupPerMinute bounds message calls into a group (a negative chat
+	// id) in any 60 seconds; default 20.
+	GroupPerMinute int
+	// GlobalPerSecond refills the bot's bucket, which holds GlobalBurst
+	// tokens: default 30 a second, burst 30.
+	GlobalPerSecond int
+	GlobalBurst     int
+	// Clock, when set, is the fake's time for rate enforcement and for
+	// the times it records, so a test can step time instead of sleeping.
+	Clock func() time.Time
 }
 
 // Call is one recorded request.
@@ -53,7 +70,8 @@ type Message struct {
 	Text      string // the visible text (HTML tags removed)
 	Raw       string // the text as sent
 	ParseMode string
-	Edits     int // successful edits
+	Edits     int       // successful edits
+	At        time.Time // when it was posted (by the fake's clock)
 }
 
 // Failure is a scripted error answer.
@@ -90,8 +108,8 @@ type Server struct {
 	failures  []Failure
 	commands  string
 	drafts    map[int64][]string
-	lastSend  map[int64]time.Time
-	window    []time.Time
+	rates     map[int64]*chatRates
+	global    bucket
 	tooMany   int
 }
 
@@ -122,18 +140,31 @@ func New(tb testing.TB, opts Options) *Server {
 	if opts.PerChatInterval == 0 {
 		opts.PerChatInterval = time.Second
 	}
+	if opts.PerChatBurst == 0 {
+		opts.PerChatBurst = 1
+	}
+	if opts.GroupPerMinute == 0 {
+		opts.GroupPerMinute = 20
+	}
 	if opts.GlobalPerSecond == 0 {
 		opts.GlobalPerSecond = 30
 	}
-	s := &Server{
-		opts:     opts,
-		changed:  make(chan struct{}),
-		nextUpd:  1000,
-		chats:    map[int64]*chat{},
-		files:    map[string]file{},
-		drafts:   map[int64][]string{},
-		lastSend: map[int64]time.Time{},
+	if opts.GlobalBurst == 0 {
+		opts.GlobalBurst = opts.GlobalPerSecond
 	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	s := &Server{
+		opts:    opts,
+		changed: make(chan struct{}),
+		nextUpd: 1000,
+		chats:   map[int64]*chat{},
+		files:   map[string]file{},
+		drafts:  map[int64][]string{},
+		rates:   map[int64]*chatRates{},
+	}
+	s.global = fullBucket(time.Second/time.Duration(opts.GlobalPerSecond), opts.GlobalBurst, opts.Clock())
 	s.ts = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.ts.URL
 	tb.Cleanup(s.ts.Close)
@@ -275,10 +306,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	params := r.Form
-	now := time.Now()
+	now := s.opts.Clock()
 	s.mu.Lock()
 	s.calls = append(s.calls, Call{Method: method, Params: params, At: now})
 	s.notifyLocked()
+	if after, limited := s.limitLocked(method, params, now); limited {
+		s.tooMany++
+		s.mu.Unlock()
+		writeErr(w, 429, fmt.Sprintf("Too Many Requests: retry after %d", after), after)
+		return
+	}
+	// A scripted failure happens past the rate limits: the call reached
+	// Telegram and counted, as a real 5xx may have.
 	if f, ok := s.takeFailureLocked(method, params); ok {
 		if f.Landed {
 			s.methodLocked(method, params)
@@ -290,12 +329,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeErr(w, f.Code, f.Desc, f.RetryAfter)
-		return
-	}
-	if after, limited := s.limitLocked(method, params, now); limited {
-		s.tooMany++
-		s.mu.Unlock()
-		writeErr(w, 429, fmt.Sprintf("Too Many Requests: retry after %d", after), after)
 		return
 	}
 	s.mu.Unlock()
@@ -342,24 +375,112 @@ func (s *Server) limitLocked(method string, p url.Values, now time.Time) (retryA
 	if !s.opts.EnforceRates {
 		return 0, false
 	}
-	cut := now.Add(-time.Second)
-	for len(s.window) > 0 && !s.window[0].After(cut) {
-		s.window = s.window[1:]
-	}
-	if len(s.window) >= s.opts.GlobalPerSecond {
-		return secondsCeil(s.window[0].Add(time.Second).Sub(now)), true
-	}
-	perChat := method == "sendMessage" || method == "editMessageText"
-	chatID, _ := strconv.ParseInt(p.Get("chat_id"), 10, 64)
-	if perChat {
-		if last, ok := s.lastSend[chatID]; ok && now.Sub(last) < s.opts.PerChatInterval {
-			return secondsCeil(s.opts.PerChatInterval - now.Sub(last)), true
+	var cr *chatRates
+	if isMessageCall(method) {
+		id, _ := strconv.ParseInt(p.Get("chat_id"), 10, 64)
+		cr = s.chatRatesLocked(id, now)
+		if now.Before(cr.blockedUntil) {
+			return secondsCeil(cr.blockedUntil.Sub(now)), true
 		}
-		s.lastSend[chatID] = now
+		wait := cr.chat.wait(now)
+		if cr.group != nil {
+			wait = max(wait, cr.group.wait(now))
+		}
+		if wait > 0 {
+			after := secondsCeil(wait)
+			cr.blockedUntil = now.Add(time.Duration(after) * time.Second)
+			return after, true
+		}
 	}
-	s.window = append(s.window, now)
+	if wait := s.global.wait(now); wait > 0 {
+		return secondsCeil(wait), true
+	}
+	s.global.take()
+	if cr != nil {
+		cr.chat.take()
+		if cr.group != nil {
+			cr.group.take(now)
+		}
+	}
 	return 0, false
 }
+
+// isMessageCall reports whether method posts or changes a message in a
+// chat, and so takes from the chat's budget.
+func isMessageCall(method string) bool {
+	switch method {
+	case "sendMessage", "editMessageText", "sendMessageDraft":
+		return true
+	}
+	return false
+}
+
+// chatRates are one chat's buckets and the end of its current refusal.
+type chatRates struct {
+	chat         bucket
+	group        *window // nil for a private chat
+	blockedUntil time.Time
+}
+
+func (s *Server) chatRatesLocked(id int64, now time.Time) *chatRates {
+	cr := s.rates[id]
+	if cr == nil {
+		cr = &chatRates{chat: fullBucket(s.opts.PerChatInterval, s.opts.PerChatBurst, now)}
+		if id < 0 {
+			cr.group = &window{span: time.Minute, n: s.opts.GroupPerMinute}
+		}
+		s.rates[id] = cr
+	}
+	return cr
+}
+
+// bucket is a token bucket: one token every `every`, at most burst.
+type bucket struct {
+	every  time.Duration
+	burst  int
+	tokens float64
+	at     time.Time // when tokens was last brought up to date
+}
+
+func fullBucket(every time.Duration, burst int, now time.Time) bucket {
+	return bucket{every: every, burst: burst, tokens: float64(burst), at: now}
+}
+
+// wait brings the bucket up to now and returns how long until it holds a
+// token (0: it holds one).
+func (b *bucket) wait(now time.Time) time.Duration {
+	if now.After(b.at) {
+		b.tokens = min(float64(b.burst), b.tokens+float64(now.Sub(b.at))/float64(b.every))
+		b.at = now
+	}
+	if b.tokens >= 1 {
+		return 0
+	}
+	return time.Duration((1 - b.tokens) * float64(b.every))
+}
+
+// take uses one token; wait must have returned 0 just before.
+func (b *bucket) take() { b.tokens-- }
+
+// window admits at most n calls in any span.
+type window struct {
+	span  time.Duration
+	n     int
+	times []time.Time // of the admitted calls within the last span
+}
+
+// wait returns how long until the window admits a call (0: now).
+func (w *window) wait(now time.Time) time.Duration {
+	for len(w.times) > 0 && !w.times[0].After(now.Add(-w.span)) {
+		w.times = w.times[1:]
+	}
+	if len(w.times) < w.n {
+		return 0
+	}
+	return w.times[0].Add(w.span).Sub(now)
+}
+
+func (w *window) take(now time.Time) { w.times = append(w.times, now) }
 
 func secondsCeil(d time.Duration) int {
 	return max(1, int(math.Ceil(d.Seconds())))

@@ -5,7 +5,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -229,5 +231,88 @@ func TestParseHTML(t *testing.T) {
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("ParseHTML(%q) = %q, %v; want %q ok=%v", tt.in, got, err, tt.want, tt.ok)
 		}
+	}
+}
+
+// clock is a time a test steps by hand.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *clock) step(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+func TestFloodModel(t *testing.T) {
+	c := &clock{now: time.Unix(1_700_000_000, 0)}
+	s := New(t, Options{EnforceRates: true, GlobalPerSecond: 4, Clock: c.Now})
+	send := func(chat string) answer {
+		return call(t, s, "sendMessage", url.Values{"chat_id": {chat}, "text": {"x"}})
+	}
+	edit := func(chat, text string) answer {
+		return call(t, s, "editMessageText", url.Values{"chat_id": {chat}, "message_id": {"1"}, "text": {text}})
+	}
+	if a := send("1"); !a.OK {
+		t.Fatalf("first send: %+v", a)
+	}
+	// Sends and edits share one token a second, burst 1.
+	c.step(900 * time.Millisecond)
+	if a := edit("1", "y"); a.ErrorCode != 429 || a.Parameters.RetryAfter != 1 {
+		t.Fatalf("an edit 0.9 s after a send: %+v", a)
+	}
+	// The refusal holds the chat for retry_after from when it was given,
+	// though the bucket refills meanwhile.
+	c.step(500 * time.Millisecond)
+	if a := send("1"); a.ErrorCode != 429 || a.Parameters.RetryAfter != 1 {
+		t.Fatalf("a send during the refusal: %+v", a)
+	}
+	c.step(500 * time.Millisecond)
+	if a := edit("1", "y"); !a.OK {
+		t.Fatalf("an edit once retry_after passed: %+v", a)
+	}
+	// The bot's budget: 4 a second, burst 4, over all chats.
+	for i := range 3 {
+		if a := send(strconv.Itoa(10 + i)); !a.OK {
+			t.Fatalf("send %d to another chat: %+v", i, a)
+		}
+	}
+	if a := send("20"); a.ErrorCode != 429 {
+		t.Fatalf("a fifth call within a quarter second: %+v", a)
+	}
+	c.step(250 * time.Millisecond)
+	if a := send("20"); !a.OK {
+		t.Fatalf("after a token refilled: %+v", a)
+	}
+	// A scripted failure is answered past the limits: it took its tokens.
+	c.step(time.Second)
+	s.Fail(1, Failure{Method: "sendMessage", Code: 500, Desc: "Internal Server Error"})
+	if a := send("1"); a.ErrorCode != 500 {
+		t.Fatalf("the scripted failure: %+v", a)
+	}
+	c.step(500 * time.Millisecond)
+	if a := send("1"); a.ErrorCode != 429 {
+		t.Fatalf("a retry half a second after a 500: %+v", a)
+	}
+	if s.TooMany() != 4 {
+		t.Fatalf("TooMany = %d, want 4", s.TooMany())
+	}
+}
+
+func TestGroupsHoldTwentyAMinute(t *testing.T) {
+	c := &clock{now: time.Unix(1_700_000_000, 0)}
+	s := New(t, Options{EnforceRates: true, Clock: c.Now})
+	for i := range 20 {
+		if a := call(t, s, "sendMessage", url.Values{"chat_id": {"-5"}, "text": {"x"}}); !a.OK {
+			t.Fatalf("group message %d: %+v", i, a)
+		}
+		c.step(time.Second)
+	}
+	a := call(t, s, "sendMessage", url.Values{"chat_id": {"-5"}, "text": {"x"}})
+	if a.ErrorCode != 429 || a.Parameters.RetryAfter != 40 { // the first leaves the minute in 40 s
+		t.Fatalf("the 21st message within a minute: %+v", a)
+	}
+	if m := s.BotMessages(-5); len(m) != 20 || !m[19].At.Equal(c.Now().Add(-time.Second)) {
+		t.Fatalf("%d messages, the last at %v", len(m), m[len(m)-1].At)
 	}
 }
