@@ -209,6 +209,18 @@ func TestE2EStop(t *testing.T) {
 		if !b.fake.WaitFor(30*time.Second, func() bool { return len(b.runs()) == runs+1 }) {
 			t.Fatal("the agent did not start")
 		}
+		// Stop once the whole partial answer shows: under load the agent
+		// may still be writing it when it has started.
+		if !b.fake.WaitFor(30*time.Second, func() bool {
+			for _, m := range b.fake.BotMessages("C1") {
+				if m.Text == "the quick brown fox jumps over" {
+					return true
+				}
+			}
+			return false
+		}) {
+			t.Fatalf("the partial answer never showed; bot messages: %+v", b.fake.BotMessages("C1"))
+		}
 		stop()
 		b.answer("C1", d.TS, "the quick brown fox jumps over\n\n⏹️ _Stopped._")
 	}
