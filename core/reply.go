@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/golem-chat/golem/internal/retry"
 	"github.com/golem-chat/golem/parser"
 )
 
@@ -319,7 +320,7 @@ func (r *Reply) finish(ctx context.Context, text, notice string, tools []string)
 		}
 		if len(r.msgs) > 0 || r.drafter != nil {
 			if left := r.lim.MinPostInterval - time.Since(r.lastActivity); left > 0 {
-				sleep(ctx, left)
+				_ = retry.Wait(ctx, left)
 			}
 			r.postActivity(ctx, tools)
 		}
@@ -347,7 +348,7 @@ func (r *Reply) finish(ctx context.Context, text, notice string, tools []string)
 				if m.text == chunk {
 					break
 				}
-				sleep(ctx, r.lim.MinEditInterval-time.Since(m.at))
+				_ = retry.Wait(ctx, r.lim.MinEditInterval-time.Since(m.at))
 				if r.edit(ctx, i, chunk) {
 					break
 				}
@@ -356,7 +357,7 @@ func (r *Reply) finish(ctx context.Context, text, notice string, tools []string)
 					break
 				}
 			}
-			sleep(ctx, time.Duration(attempt+1)*time.Second)
+			_ = retry.Wait(ctx, time.Duration(attempt+1)*time.Second)
 		}
 	}
 }
@@ -386,18 +387,6 @@ func (r *Reply) edit(ctx context.Context, i int, text string) bool {
 	}
 	m.text = text
 	return true
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 // ToolLine renders one tool call as a short Markdown line: an icon, the

@@ -23,9 +23,9 @@ import (
 	"github.com/bwmarrin/discordgo"
 	"github.com/gorilla/websocket"
 
-	"github.com/golem-chat/golem/adapters/internal/retry"
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/internal/relay"
+	"github.com/golem-chat/golem/internal/retry"
 )
 
 // Options configure an Adapter. Token is required; the rest have defaults.

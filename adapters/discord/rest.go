@@ -13,7 +13,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
-	"github.com/golem-chat/golem/adapters/internal/retry"
+	"github.com/golem-chat/golem/internal/retry"
 )
 
 // newPolicy is the adapter's retry policy: every 429's retry_after

@@ -15,8 +15,8 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/golem-chat/golem/adapters/discord/discordtest"
-	"github.com/golem-chat/golem/adapters/internal/retry"
 	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/internal/retry"
 )
 
 func prefix(method, p string) func(string, string) bool {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
-	"github.com/golem-chat/golem/adapters/internal/retry"
 	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/internal/retry"
 )
 
 // interaction is a slash command's response state. mu serializes the

@@ -20,9 +20,9 @@ import (
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
-	"github.com/golem-chat/golem/adapters/internal/retry"
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/internal/relay"
+	"github.com/golem-chat/golem/internal/retry"
 )
 
 // Options configure an Adapter. The config keys of bot.yaml are noted.

@@ -13,8 +13,8 @@ import (
 	slackapi "github.com/slack-go/slack"
 	"golang.org/x/time/rate"
 
-	"github.com/golem-chat/golem/adapters/internal/retry"
 	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/internal/retry"
 )
 
 // Send posts text as a new message in to.Channel: in the thread to.Thread

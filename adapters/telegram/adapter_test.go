@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golem-chat/golem/adapters/internal/retry"
 	"github.com/golem-chat/golem/adapters/telegram/telegramtest"
 	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/internal/retry"
 )
 
 var ann = telegramtest.User{ID: 42, Username: "ann", FirstName: "Ann"}

@@ -14,7 +14,7 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
-	"github.com/golem-chat/golem/adapters/internal/retry"
+	"github.com/golem-chat/golem/internal/retry"
 )
 
 // caller is the one thing the adapter needs of the Bot API: call a method

@@ -10,8 +10,8 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
-	"github.com/golem-chat/golem/adapters/internal/retry"
 	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/internal/retry"
 )
 
 // Send posts markdown as a new message in to.Channel (in forum topic

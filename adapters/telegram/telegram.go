@@ -19,8 +19,8 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
-	"github.com/golem-chat/golem/adapters/internal/retry"
 	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/internal/retry"
 )
 
 // DefaultAPIURL is Telegram's Bot API.

@@ -13,8 +13,8 @@
 //     jumps the queue;
 //   - attempts are bounded (Policy.MaxAttempts in all, Policy.MaxFailures
 //     transient ones) and so is the time spent retrying (Policy.MaxTotal);
-//   - waits end with the caller's context (Wait is the one sleep of the
-//     adapters);
+//   - waits end with the caller's context (Wait is golem's one sleep, used
+//     by core's reply streamer too);
 //   - every retry is logged with the same keys on every platform: method,
 //     attempt, retry_in_ms, reason, err.
 //
