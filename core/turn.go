@@ -57,7 +57,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	if err != nil {
 		log.Error("open working directory", "workdir", set.workdir, "err", err)
 		out.finish(parser.Event{Type: parser.Error, Reason: parser.Failed,
-			Message: "golem could not prepare this conversation's working directory: " + err.Error()}, d.opts.Timeout)
+			Message: "golem could not prepare this conversation's working directory: " + err.Error()}, d.opts.Timeout, handback{})
 		return
 	}
 
@@ -70,6 +70,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 		prompt = "Look at the attached files."
 	}
 
+	box := openOutbox(ws.Dir)
 	turnCtx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
 	defer cancel()
 	start := time.Now()
@@ -111,7 +112,9 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 			}
 		}
 	}
-	out.finish(terminal, d.opts.Timeout)
+	back := handback{dir: box.dir}
+	back.files, back.more = box.left()
+	out.finish(terminal, d.opts.Timeout, back)
 	log.Info("turn ended", "engine", set.engine, "outcome", outcome(terminal), "duration_ms", time.Since(start).Milliseconds())
 }
 
@@ -133,8 +136,11 @@ func (d *Dispatcher) sameGeneration(c *conversation, gen int) bool {
 // turnOutput is where a turn's events go: a Reply on the platform, or the
 // message's Sink. started (nil: nothing to record) is engine.Turn.OnStart.
 type turnOutput struct {
-	add     func(parser.Event)
-	finish  func(terminal parser.Event, timeout time.Duration)
+	add func(parser.Event)
+	// finish ends the answer with the terminal event and hands back the
+	// files the agent left (to a Sink before the terminal event, on a
+	// platform under the answer's final text).
+	finish  func(terminal parser.Event, timeout time.Duration, back handback)
 	close   func()
 	started func(engine.Group)
 }
@@ -150,8 +156,11 @@ func (d *Dispatcher) output(m Message, key string, log *slog.Logger) turnOutput 
 	if m.Sink != nil {
 		f.t.Stream = true
 		return turnOutput{
-			add:     m.Sink,
-			finish:  func(ev parser.Event, _ time.Duration) { m.Sink(ev) },
+			add: m.Sink,
+			finish: func(ev parser.Event, _ time.Duration, back handback) {
+				back.toSink(m.Sink)
+				m.Sink(ev)
+			},
 			close:   f.end,
 			started: f.started,
 		}
@@ -159,11 +168,13 @@ func (d *Dispatcher) output(m Message, key string, log *slog.Logger) turnOutput 
 	a := d.poster(m.Platform)
 	if a == nil {
 		log.Error("no poster registered and no sink to answer on")
-		return turnOutput{add: func(parser.Event) {}, finish: func(parser.Event, time.Duration) {}, close: func() {}}
+		return turnOutput{add: func(parser.Event) {}, finish: func(parser.Event, time.Duration, handback) {}, close: func() {}}
 	}
 	place := d.place(m)
 	f.save("record turn", func(t *store.InFlight) { t.Channel, t.Thread, t.ReplyTo = place.Channel, place.Thread, place.ReplyTo })
+	var answer MessageRef // set by the reply's goroutine; read after Finish
 	r := NewReply(d.life, a, place, log, func(ref MessageRef) {
+		answer = ref
 		f.save("record answer", func(t *store.InFlight) {
 			t.AnswerChannel, t.AnswerThread, t.AnswerID = ref.Channel, ref.Thread, ref.ID
 		})
@@ -174,9 +185,10 @@ func (d *Dispatcher) output(m Message, key string, log *slog.Logger) turnOutput 
 	}
 	return turnOutput{
 		add: r.Add,
-		finish: func(ev parser.Event, timeout time.Duration) {
+		finish: func(ev parser.Event, timeout time.Duration, back handback) {
 			stopTyping()
 			r.Finish(Notice(ev, timeout))
+			back.toPoster(d.life, a, place, answer, log)
 		},
 		close:   f.end,
 		started: f.started,

@@ -95,7 +95,7 @@ func (d *Dispatcher) diff(ctx context.Context, m Message, w worktree.Workspace) 
 	if p == nil || p.Measure(text) <= p.Limits().MaxLen {
 		return workAnswer{text: text}
 	}
-	if _, uploads := p.(Uploader); !uploads || int64(len(c.Patch)) > p.Limits().MaxUpload {
+	if limit := p.Limits().MaxUpload; !isUploader(p) || limit > 0 && int64(len(c.Patch)) >= limit {
 		return workAnswer{text: head + "\nThe diff is too long to show here. In the worktree, `git diff " + short(w.Base) + "` shows it (`/branch` says where)."}
 	}
 	f, err := os.CreateTemp("", "golem-diff-*")
@@ -178,4 +178,9 @@ func (d *Dispatcher) deliverWork(m Message, ans workAnswer) {
 			d.log.Warn("reply", "platform", m.Platform, "err", err)
 		}
 	}
+}
+
+func isUploader(p Poster) bool {
+	_, ok := p.(Uploader)
+	return ok
 }

@@ -31,6 +31,10 @@ const (
 	// for permission and waits for the answer (see engine.Run). No parser
 	// emits it yet.
 	PermissionRequest Type = "permission_request"
+	// File is a file the agent handed back (left in outbox/ of its working
+	// directory), sent by golem before the terminal event to a message's
+	// Sink. No parser emits it.
+	File Type = "file"
 )
 
 // Reason says why a run ended with an Error event. Code branches on it,
@@ -74,6 +78,7 @@ func (r Reason) String() string {
 //	warning:     Message
 //	done:        SessionID, DurationMS?, CostUSD?, NumTurns?, InputTokens?, OutputTokens?
 //	error:       Message, Reason?
+//	file:        Name, Size, Path (not in JSON), URL?
 //
 // Optional numbers are pointers: a zero duration is a value, nil is absent.
 type Event struct {
@@ -94,6 +99,13 @@ type Event struct {
 	// Reason is why an Error event ended the run; Failed (the zero value)
 	// for the CLI's own error. Message is what to show; never branch on it.
 	Reason Reason
+
+	// Size, Path and URL describe a File: its length in bytes, where its
+	// bytes are on this machine, and where a client of the HTTP API fetches
+	// them (set by that API; the path never leaves the machine).
+	Size int64
+	Path string
+	URL  string
 
 	// SessionReset is set on the warning an engine emits when it could not
 	// resume the stored session and started a new one: the caller must
@@ -161,6 +173,13 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		if e.OutputTokens != nil {
 			b = append(b, `,"output_tokens":`...)
 			b = strconv.AppendInt(b, *e.OutputTokens, 10)
+		}
+	case File:
+		str("name", e.Name)
+		b = append(b, `,"size":`...)
+		b = strconv.AppendInt(b, e.Size, 10)
+		if e.URL != "" {
+			str("url", e.URL)
 		}
 	case PermissionRequest:
 		str("id", e.ID)

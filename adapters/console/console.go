@@ -225,6 +225,8 @@ func (c *Console) print(ev parser.Event) {
 		}
 	case parser.Warning:
 		c.line("⚠️  " + ev.Message)
+	case parser.File:
+		c.line(fmt.Sprintf("📎 %s (%d bytes)", ev.Path, ev.Size))
 	case parser.Done:
 		c.newline()
 	case parser.Error:

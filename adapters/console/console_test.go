@@ -284,3 +284,18 @@ func TestStopWhileAnswering(t *testing.T) {
 		t.Errorf("output:\n%s", s)
 	}
 }
+
+func TestFilesPrintTheirPaths(t *testing.T) {
+	h := &scripted{t: t, script: func(string) []parser.Event {
+		return []parser.Event{text("made a chart"),
+			{Type: parser.File, Name: "chart.png", Size: 2048, Path: "/w/outbox/chart.png"}, done()}
+	}}
+	var out bytes.Buffer
+	c := New(strings.NewReader("chart please\n"), &out, Options{User: "ada", Conversation: "proj"})
+	if err := c.Start(context.Background(), h); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	if want := "> made a chart\n📎 /w/outbox/chart.png (2048 bytes)\n\n> \n"; out.String() != want {
+		t.Errorf("transcript %q, want %q", out.String(), want)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/parser"
 )
 
 // MaxConversationLen bounds the conversation id of a chat request, in bytes.
@@ -91,6 +92,9 @@ func (s *Server) chat(base context.Context, h core.Handler, w http.ResponseWrite
 		frame.Reset()
 		terminal := false
 		for _, ev := range q.Take() {
+			if ev.Type == parser.File {
+				ev = s.files.event(ev)
+			}
 			b, _ := ev.MarshalJSON() // never fails
 			frame.WriteString("data: ")
 			frame.Write(b)

@@ -32,6 +32,8 @@ type wireEvent struct {
 	Message   string          `json:"message"`
 	Reason    string          `json:"reason"`
 	SessionID string          `json:"session_id"`
+	Size      int64           `json:"size"`
+	URL       string          `json:"url"`
 }
 
 func chatEvents(t *testing.T, base, conversation, text string) []wireEvent {

@@ -6,6 +6,8 @@
 //	               "data: <event JSON>" frame per normalized event, ending
 //	               after the terminal event (done or error); refusals are
 //	               4xx with {"error":"..."}
+//	GET  /v1/files/ID → the bytes of a file a "file" event offered (kept
+//	               FileTTL)
 //	GET  /healthz  → 200 "ok"
 //	GET  /         → the web chat page
 //
@@ -79,6 +81,7 @@ type Server struct {
 	seq       atomic.Uint64
 	streams   atomic.Int64  // open /v1/chat streams
 	heartbeat time.Duration // between keep-alive comments of a quiet stream
+	files     *fileStore    // what file events offer at /v1/files/ID
 }
 
 var _ core.Source = (*Server)(nil)
@@ -110,7 +113,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Token == "" && !IsLoopback(host) {
 		return nil, fmt.Errorf("%w: %q (set http.token)", ErrInsecureListen, addr)
 	}
-	s := &Server{opts: opts, log: opts.Logger.With("platform", "http"), heartbeat: heartbeatInterval}
+	s := &Server{opts: opts, log: opts.Logger.With("platform", "http"), heartbeat: heartbeatInterval, files: newFileStore()}
 	if opts.Token != "" {
 		s.tokenHash = sha256.Sum256([]byte(opts.Token))
 	}
@@ -162,6 +165,7 @@ func (s *Server) Start(ctx context.Context, h core.Handler) error {
 		_ = srv.Close()
 	}
 	<-served // http.ErrServerClosed
+	s.files.close()
 	s.log.Info("http: stopped")
 	return nil
 }
@@ -171,6 +175,7 @@ func (s *Server) Start(ctx context.Context, h core.Handler) error {
 func (s *Server) routes(base context.Context, h core.Handler) http.Handler {
 	api := http.NewServeMux()
 	api.HandleFunc("POST /v1/chat", func(w http.ResponseWriter, r *http.Request) { s.chat(base, h, w, r) })
+	api.HandleFunc("GET /v1/files/{id}", s.files.serve)
 	api.HandleFunc("/v1/chat", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", http.MethodPost)
 		writeError(w, http.StatusMethodNotAllowed, "use POST")

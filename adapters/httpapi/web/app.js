@@ -98,6 +98,21 @@
     return '';
   }
 
+  // download fetches a file the agent handed back (with the token, which a
+  // plain link would not send) and saves it under its name.
+  async function download(url, name) {
+    const headers = {};
+    const token = read('golem.token');
+    if (token) headers.Authorization = 'Bearer ' + token;
+    const res = await fetch(url, { headers });
+    if (!res.ok) { alert('The file could not be fetched: ' + res.status); return; }
+    const a = el('a');
+    a.href = URL.createObjectURL(await res.blob());
+    a.download = name;
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+  }
+
   function seconds(ms) { return (ms / 1000).toFixed(ms < 10000 ? 1 : 0) + ' s'; }
 
   // A turn's view: the prompt, then the answer's text and tool lines in the
@@ -139,6 +154,15 @@
               add(el('div', 'tool failed', '✗ ' + short(ev.content || 'the tool failed')));
             }
             break;
+          case 'file': {
+            textEl = null;
+            const link = el('a', 'file', '📎 ' + (ev.name || 'file') + ' (' + ev.size + ' bytes)');
+            link.href = ev.url;
+            link.download = ev.name || 'file';
+            link.addEventListener('click', (e) => { e.preventDefault(); download(ev.url, link.download); });
+            add(link);
+            break;
+          }
           case 'warning':
             textEl = null;
             add(el('div', 'warning', '⚠ ' + (ev.message ?? '')));

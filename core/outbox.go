@@ -1,0 +1,163 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/golem-chat/golem/parser"
+)
+
+// OutboxDir is the folder of the agent's working directory whose files are
+// sent to the chat when a turn ends (the shipped skill "files" tells the
+// agent).
+const OutboxDir = "outbox"
+
+// maxOutboxFiles bounds the files one turn sends; the rest get a note.
+const maxOutboxFiles = 10
+
+// outboxStamp is what tells a file the turn left from one that was there.
+type outboxStamp struct {
+	size int64
+	mod  time.Time
+}
+
+// outbox is the outbox/ of one turn's working directory.
+type outbox struct {
+	dir    string
+	before map[string]outboxStamp
+}
+
+// openOutbox notes what outbox/ of workdir holds as a turn starts.
+func openOutbox(workdir string) *outbox {
+	o := &outbox{dir: filepath.Join(workdir, OutboxDir)}
+	o.before = o.scan()
+	return o
+}
+
+// scan lists outbox/'s regular files (no symlinks, no folders, no dot
+// files) by name.
+func (o *outbox) scan() map[string]outboxStamp {
+	entries, err := os.ReadDir(o.dir)
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]outboxStamp, len(entries))
+	for _, e := range entries {
+		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		out[e.Name()] = outboxStamp{size: fi.Size(), mod: fi.ModTime()}
+	}
+	return out
+}
+
+// left returns the files the turn left in outbox/ (new, or changed since
+// it started), by name, at most maxOutboxFiles, and how many more there
+// were.
+func (o *outbox) left() (files []File, more int) {
+	for name, st := range o.scan() {
+		if was, ok := o.before[name]; ok && was == st {
+			continue
+		}
+		files = append(files, File{Name: SafeFileName(name), Path: filepath.Join(o.dir, name), Size: st.size})
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	if len(files) > maxOutboxFiles {
+		more = len(files) - maxOutboxFiles
+		files = files[:maxOutboxFiles]
+	}
+	return files, more
+}
+
+// handback is what a turn hands back besides its answer: the files the
+// agent left in dir (its outbox/), and how many more there were than one
+// answer sends.
+type handback struct {
+	dir   string
+	files []File
+	more  int
+}
+
+// toSink hands the files to a message's Sink as file events, and a
+// warning for those left out.
+func (h handback) toSink(sink func(parser.Event)) {
+	for _, f := range h.files {
+		sink(parser.Event{Type: parser.File, Name: f.Name, Size: f.Size, Path: f.Path})
+	}
+	if h.more > 0 {
+		sink(parser.Event{Type: parser.Warning, Message: h.moreNote()})
+	}
+}
+
+func (h handback) moreNote() string {
+	return fmt.Sprintf("%d more files in %s were not sent: one answer sends at most %d.", h.more, h.dir, maxOutboxFiles)
+}
+
+// toPoster posts the files under answer (at place when the answer was
+// never posted): uploaded where p is an Uploader and the file is within
+// its MaxUpload, otherwise named in a note with where it is, so that no
+// file is ever dropped silently.
+func (h handback) toPoster(ctx context.Context, p Poster, place Place, answer MessageRef, log *slog.Logger) {
+	if len(h.files) == 0 {
+		return
+	}
+	up, uploads := p.(Uploader)
+	limit := p.Limits().MaxUpload
+	var notes []string
+	var unsent []string
+	for _, f := range h.files {
+		switch {
+		case !uploads || answer.ID == "":
+			unsent = append(unsent, fmt.Sprintf("`%s` (%s)", f.Name, size(f.Size)))
+		case limit > 0 && f.Size > limit:
+			notes = append(notes, fmt.Sprintf("📎 `%s` (%s) is over the %s this chat takes for a file; it is at `%s` on the bot's machine.",
+				f.Name, size(f.Size), size(limit), f.Path))
+		default:
+			if err := up.Upload(ctx, answer, f); err != nil {
+				log.Warn("upload file", "size", f.Size, "err", err)
+				notes = append(notes, fmt.Sprintf("📎 `%s` could not be sent (%v); it is at `%s` on the bot's machine.", f.Name, err, f.Path))
+			}
+		}
+	}
+	if len(unsent) > 0 {
+		notes = append(notes, fmt.Sprintf("📎 The agent left %s in `%s`, on the bot's machine; this chat cannot receive files from golem.",
+			strings.Join(unsent, ", "), h.dir))
+	}
+	if h.more > 0 {
+		notes = append(notes, "📎 "+h.moreNote())
+	}
+	if len(notes) == 0 {
+		return
+	}
+	text := strings.Join(notes, "\n")
+	var err error
+	if answer.ID != "" {
+		err = p.SendActivity(ctx, answer, text)
+	} else {
+		_, err = p.Send(ctx, place, text)
+	}
+	if err != nil {
+		log.Warn("post file note", "err", err)
+	}
+}
+
+// size formats n bytes for a note.
+func size(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

@@ -1,0 +1,96 @@
+package core_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/golem-chat/golem/parser"
+)
+
+func TestFilesLeftInOutboxAreUploadedUnderTheAnswer(t *testing.T) {
+	h := newHarness(t, chatLimits, nil)
+	u := &uploader{recorder: h.rec}
+	u.limits.MaxUpload = 100
+	h.d.Register(u)
+	if err := os.MkdirAll(filepath.Join(h.opts.Workspace, "outbox"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.opts.Workspace, "outbox", "old.txt"), []byte("sent last time"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.say("alice", "!write outbox/report.txt the report\n!write outbox/big.bin "+strings.Repeat("x", 200)+"\n!write outbox/\u202eevil\x01name.txt gotcha\nhere you go")
+	h.rec.waitText("echo: here you go")
+	h.rec.waitFor("the note on the big file", func([]string) bool {
+		h.rec.mu.Lock()
+		defer h.rec.mu.Unlock()
+		return len(h.rec.activity) > 0
+	})
+	files := u.uploaded()
+	if len(files) != 2 {
+		t.Fatalf("uploaded %d files, want report.txt and the hostile name: %+v", len(files), files)
+	}
+	answer := h.rec.order[0]
+	var names []string
+	for _, f := range files {
+		names = append(names, f.file.Name)
+		if f.answer.ID != answer {
+			t.Errorf("%s uploaded under %q, not the answer %q", f.file.Name, f.answer.ID, answer)
+		}
+	}
+	if names[0] != "report.txt" || files[0].bytes != "the report" {
+		t.Errorf("uploaded %q", names)
+	}
+	if names[1] != "_evil_name.txt" || files[1].bytes != "gotcha" {
+		t.Errorf("a hostile name reached the platform as %q", names[1])
+	}
+	h.rec.mu.Lock()
+	note := h.rec.activity[0]
+	h.rec.mu.Unlock()
+	if note.answer.ID != answer || !strings.Contains(note.text, "`big.bin` (200 bytes) is over the 100 bytes") {
+		t.Errorf("the file over the cap got %+v", note)
+	}
+}
+
+func TestFilesWithoutUploadsGetANote(t *testing.T) {
+	h := newHarness(t, chatLimits, nil)
+	h.say("alice", "!write outbox/chart.png PNG\ndone")
+	h.rec.waitFor("the note", func([]string) bool {
+		h.rec.mu.Lock()
+		defer h.rec.mu.Unlock()
+		return len(h.rec.activity) > 0
+	})
+	h.rec.mu.Lock()
+	note := h.rec.activity[0].text
+	h.rec.mu.Unlock()
+	if !strings.Contains(note, "`chart.png` (3 bytes)") || !strings.Contains(note, filepath.Join(h.opts.Workspace, "outbox")) {
+		t.Errorf("note = %q", note)
+	}
+}
+
+func TestFilesGoToASinkBeforeTheTerminalEvent(t *testing.T) {
+	h := newHarness(t, chatLimits, nil)
+	q := h.sinkMessage("!write outbox/a.txt alpha\n!write outbox/.hidden no\nok")
+	var got []parser.Event
+	for {
+		evs := q.Take()
+		got = append(got, evs...)
+		if len(got) > 0 && got[len(got)-1].Terminal() {
+			break
+		}
+		<-q.Ready()
+	}
+	var files []parser.Event
+	for _, ev := range got {
+		if ev.Type == parser.File {
+			files = append(files, ev)
+		}
+	}
+	if len(files) != 1 || files[0].Name != "a.txt" || files[0].Size != 5 || files[0].Path != filepath.Join(h.opts.Workspace, "outbox", "a.txt") {
+		t.Fatalf("file events %+v", files)
+	}
+	if got[len(got)-2].Type != parser.File || got[len(got)-1].Type != parser.Done {
+		t.Errorf("the file event does not come right before the terminal event: %+v", got)
+	}
+}
