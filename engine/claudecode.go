@@ -12,6 +12,13 @@ var claudeCodeSpec = Spec{
 	InstallHint:    "install Claude Code with `npm install -g @anthropic-ai/claude-code`, or set the engine's command to the path of `claude`",
 	NewParser:      parser.NewClaudeCode,
 	NewSettings:    func() Settings { return &ClaudeCodeSettings{} },
+	Credentials: Credentials{
+		KeyEnv: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"},
+		// On Linux `claude` keeps its login in .credentials.json in its
+		// config folder (CLAUDE_CONFIG_DIR, default ~/.claude).
+		LoginFiles: inHome("CLAUDE_CONFIG_DIR", ".claude", ".credentials.json"),
+		Login:      "run `claude` once and log in with /login (or `claude setup-token`)",
+	},
 }
 
 // ClaudeCodeSettings is engines.claude-code in bot.yaml.

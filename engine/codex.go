@@ -18,6 +18,12 @@ var codexSpec = Spec{
 	Capabilities: Capabilities{PermissionModes: []string{"plan", "accept-edits"}},
 	NewParser:    parser.NewCodex,
 	NewSettings:  func() Settings { return &CodexSettings{} },
+	Credentials: Credentials{
+		KeyEnv: []string{"OPENAI_API_KEY", "CODEX_API_KEY"},
+		// `codex login` writes auth.json in CODEX_HOME (default ~/.codex).
+		LoginFiles: inHome("CODEX_HOME", ".codex", "auth.json"),
+		Login:      "run `codex login`",
+	},
 }
 
 // CodexSettings is engines.codex in bot.yaml. env.OPENAI_BASE_URL points

@@ -12,6 +12,13 @@ var cursorSpec = Spec{
 	InstallHint:    "install Cursor's CLI with `curl https://cursor.com/install -fsS | bash` (it puts `agent` in ~/.local/bin), or set the engine's command to the path of `agent`",
 	NewParser:      parser.NewCursor,
 	NewSettings:    func() Settings { return &CursorSettings{} },
+	Credentials: Credentials{
+		KeyEnv: []string{"CURSOR_API_KEY"},
+		// `agent login` keeps its tokens in ~/.config/cursor/auth.json on
+		// Linux (the keychain on macOS, which golem cannot see).
+		LoginFiles: inHome("", ".config/cursor", "auth.json"),
+		Login:      "run `agent login`",
+	},
 }
 
 // CursorSettings is engines.cursor in bot.yaml.

@@ -16,6 +16,12 @@ var geminiSpec = Spec{
 	Capabilities: Capabilities{PermissionModes: []string{"accept-edits", "plan"}},
 	NewParser:    parser.NewGemini,
 	NewSettings:  func() Settings { return &GeminiSettings{} },
+	Credentials: Credentials{
+		KeyEnv: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"},
+		// A Google login in the CLI is kept in ~/.gemini/oauth_creds.json.
+		LoginFiles: inHome("", ".gemini", "oauth_creds.json"),
+		Login:      "run `gemini` once and log in with Google",
+	},
 }
 
 // GeminiSettings is engines.gemini in bot.yaml.

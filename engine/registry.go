@@ -33,6 +33,9 @@ type Spec struct {
 	InstallHint string
 	// Capabilities says what the CLI can do beyond a plain turn.
 	Capabilities Capabilities
+	// Credentials says where the CLI finds its API key or login, for
+	// `bot doctor` (see Checkup); the zero value is a CLI golem cannot tell.
+	Credentials Credentials
 	// NewParser returns a fresh parser for one run's stdout.
 	NewParser func() parser.Parser
 	// NewSettings returns the engine's section of bot.yaml

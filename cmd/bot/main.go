@@ -2,6 +2,7 @@
 //
 //	bot serve  [--config bot.yaml]   run every configured platform and the HTTP API
 //	bot run    [--config bot.yaml]   chat with the agent in this terminal
+//	bot doctor [--config bot.yaml]   check that what the config names can work
 //	bot events --engine NAME [FILE]  print a CLI's raw stdout as normalized events
 //	bot version
 package main
@@ -25,6 +26,7 @@ const usage = `golem brings a coding agent into team chat.
 Usage:
   bot serve  [--config bot.yaml]          run every configured platform and the HTTP API
   bot run    [--config bot.yaml]          chat with the agent in this terminal
+  bot doctor [--config bot.yaml]          check the config, store, workspace, engines' CLIs and platforms' tokens
   bot events --engine NAME [FILE]         print a CLI's raw stdout (FILE or stdin) as normalized events
   bot version                             print the version
 
@@ -63,6 +65,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runServe(ctx, args[1:], stderr)
 	case "run":
 		err = runChat(ctx, args[1:], stdin, stdout, stderr)
+	case "doctor":
+		err = runDoctor(ctx, args[1:], stdout, stderr, defaultDoctorLimits)
 	case "events":
 		err = runEvents(ctx, args[1:], stdin, stdout, stderr)
 	case "version", "--version", "-v":

@@ -27,12 +27,23 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("PUT "+api+"/applications/{app}/commands", s.putCommands)
 	mux.HandleFunc("PUT "+api+"/applications/{app}/guilds/{g}/commands", s.putCommands)
 	mux.HandleFunc("GET /attachments/{id}/{i}/{name}", s.attachment)
+	mux.HandleFunc("GET "+api+"/users/@me", s.me)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.record(r, http.StatusNotFound)
 		s.mu.Unlock()
 		writeError(w, apiError{http.StatusNotFound, 0, "404: Not Found"})
 	})
+}
+
+// me answers GET /users/@me: the bot's own user, for a bot token.
+func (s *Server) me(w http.ResponseWriter, r *http.Request) {
+	_, ok := s.begin(w, r, true)
+	defer s.mu.Unlock()
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": s.opts.BotUserID, "username": s.opts.BotName, "bot": true})
 }
 
 func (s *Server) getGateway(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/golem-chat/golem/config"
+	"github.com/golem-chat/golem/engine"
+	"github.com/golem-chat/golem/store"
+	"github.com/golem-chat/golem/worktree"
+)
+
+// checkStore opens the store the way serve does (it waits about a second
+// for a lock), unless the file does not exist yet: doctor creates nothing.
+func checkStore(cfg config.Config) []finding {
+	path, err := filepath.Abs(cfg.Path(cfg.Store))
+	if err != nil {
+		return []finding{{"store", fail, err.Error()}}
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		dir := existingParent(filepath.Dir(path))
+		if err := writable(dir); err != nil {
+			return []finding{{"store", fail, fmt.Sprintf("%s does not exist and cannot be created: %v — make %s writable by the user golem runs as, or set store:", path, err, dir)}}
+		}
+		return []finding{{"store", pass, path + " does not exist yet; bot serve creates it"}}
+	}
+	st, err := store.Open(path)
+	switch {
+	case errors.Is(err, store.ErrLocked):
+		return []finding{{"store", note, path + " is in use by a running bot (locked), as it should be while golem runs; stop it to check the file itself"}}
+	case errors.Is(err, store.ErrCorrupt):
+		return []finding{{"store", fail, err.Error() + " — move the file aside (its sessions are lost) and start again"}}
+	case errors.Is(err, store.ErrSchemaTooNew):
+		return []finding{{"store", fail, err.Error() + " — run the golem that wrote it, or a newer one"}}
+	case err != nil:
+		return []finding{{"store", fail, err.Error() + " — make it readable and writable by the user golem runs as"}}
+	}
+	turns, err := st.InFlightTurns()
+	_ = st.Close()
+	if err != nil {
+		return []finding{{"store", fail, err.Error()}}
+	}
+	text := path + " opens"
+	if len(turns) > 0 {
+		text += fmt.Sprintf("; %d turns were cut short by the last stop and get an interrupted notice at the next start", len(turns))
+	}
+	return []finding{{"store", pass, text}}
+}
+
+// existingParent is dir or its nearest ancestor that exists.
+func existingParent(dir string) string {
+	for {
+		if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
+			return dir
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+// writable reports whether the user may create files in dir.
+func writable(dir string) error {
+	f, err := os.CreateTemp(dir, ".golem-doctor-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	_ = f.Close()
+	return os.Remove(name)
+}
+
+// checkWorkspaces checks the workspace and every channel's workdir: they
+// exist (the workspace may be missing: serve creates it) and, with
+// isolation: worktree, are git repositories with a commit.
+func checkWorkspaces(ctx context.Context, cfg config.Config, probe time.Duration) []finding {
+	workspace, err := filepath.Abs(cfg.Path(cfg.Workspace))
+	if err != nil {
+		return []finding{{"workspace", fail, err.Error()}}
+	}
+	folders := []string{workspace}
+	channels, err := cfg.Overrides()
+	if err != nil {
+		return []finding{{"workspace", fail, err.Error()}}
+	}
+	for _, o := range channels {
+		if o.Workdir != "" && !slices.Contains(folders, o.Workdir) {
+			folders = append(folders, o.Workdir)
+		}
+	}
+	slices.Sort(folders[1:])
+	ws, err := worktree.New(worktree.Options{Isolation: cfg.Isolation, Root: os.TempDir(), BaseBranch: cfg.BaseBranch, GitTimeout: probe})
+	if err != nil {
+		return []finding{{"workspace", fail, err.Error()}}
+	}
+	var out []finding
+	for i, dir := range folders {
+		name := "workspace"
+		if i > 0 {
+			name = "workdir"
+		}
+		fi, err := os.Stat(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && i == 0 && cfg.Isolation != worktree.Worktree:
+			out = append(out, finding{name, pass, dir + " does not exist yet; bot serve creates it"})
+			continue
+		case err != nil:
+			out = append(out, finding{name, fail, fmt.Sprintf("%v — create it, or fix workspace:/channels.*.workdir", err)})
+			continue
+		case !fi.IsDir():
+			out = append(out, finding{name, fail, dir + " is not a folder — point workspace: at a folder"})
+			continue
+		}
+		if cfg.Isolation != worktree.Worktree {
+			out = append(out, finding{name, pass, dir + " (isolation: shared)"})
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, probe)
+		err = ws.Check(cctx, dir)
+		cancel()
+		if err != nil {
+			out = append(out, finding{name, fail, err.Error() + " — `git init` and commit there, or set isolation: shared"})
+			continue
+		}
+		// Worktrees kept for their uncommitted or unpushed work are listed by
+		// the cleanup that bot serve runs (worktree.Workspaces.Kept, logged
+		// hourly); doctor does not run it, since a cleanup removes worktrees.
+		out = append(out, finding{name, pass, dir + " is a git repository (isolation: worktree)"})
+	}
+	return out
+}
+
+// engineToCheck is one engine of the registry and whether the
+// configuration uses it (engine: or a channel's engine).
+type engineToCheck struct {
+	spec engine.Spec
+	set  engine.Settings
+	used bool
+}
+
+func enginesToCheck(cfg config.Config) []engineToCheck {
+	used := map[string]bool{cfg.Engine: true}
+	for _, ch := range cfg.Channels {
+		if ch.Engine != "" {
+			used[ch.Engine] = true
+		}
+	}
+	var out []engineToCheck
+	for _, s := range engine.Engines() {
+		out = append(out, engineToCheck{spec: s, set: cfg.Engines[s.Name], used: used[s.Name]})
+	}
+	return out
+}
+
+// checkEngine finds an engine's CLI, asks its --version and looks for its
+// key or login. An engine that nothing configured uses is only noted when
+// it cannot run: /engine NAME would then say so in the chat.
+func checkEngine(ctx context.Context, e engineToCheck, probe time.Duration) finding {
+	name := "engine " + e.spec.Name
+	ctx, cancel := context.WithTimeout(ctx, probe)
+	defer cancel()
+	h, err := engine.Checkup(ctx, e.spec, e.set)
+	if err == nil {
+		return finding{name, pass, fmt.Sprintf("%s: %s; %s", h.Path, h.Version, h.Credentials)}
+	}
+	v := fail
+	if !e.used {
+		v = note
+	}
+	switch {
+	case errors.Is(err, engine.ErrNotInstalled) && !e.used:
+		return finding{name, v, "not installed (no conversation uses it; /engine " + e.spec.Name + " would need it)"}
+	case errors.Is(err, engine.ErrNoVersion):
+		return finding{name, v, err.Error() + " — check that engines." + e.spec.Name + ".command is the CLI and that it runs as the user golem runs as"}
+	case errors.Is(err, engine.ErrNoCredentials):
+		return finding{name, v, h.Version + "; " + err.Error()}
+	default: // ErrNotInstalled says how to install it
+		return finding{name, v, err.Error()}
+	}
+}
