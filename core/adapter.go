@@ -118,6 +118,22 @@ type Handler interface {
 	Handle(ctx context.Context, m Message)
 }
 
+// Gate is implemented by a Handler that can tell up front whether a
+// message's sender may use the bot (the Dispatcher does). Sources ask it,
+// through Admitted, before costly work for a message — downloading its
+// files — so that a stranger's message costs a refusal and nothing more.
+// Handle checks access again; a message handed on anyway is refused there.
+type Gate interface {
+	Admits(m Message) bool
+}
+
+// Admitted reports whether h would serve m's sender: true unless h is a
+// Gate that says no.
+func Admitted(h Handler, m Message) bool {
+	g, ok := h.(Gate)
+	return !ok || g.Admits(m)
+}
+
 // Source is where messages come from: one chat platform, the terminal, the
 // HTTP API. Every Source is registered with the dispatcher; the answers to
 // its messages go to the Poster it also is, or, for a Source that is not a

@@ -359,6 +359,9 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 	return nil
 }
 
+// Admits implements Gate: whether m's sender may use the bot.
+func (d *Dispatcher) Admits(m Message) bool { return d.allowed(m) }
+
 func (d *Dispatcher) allowed(m Message) bool {
 	if slices.Contains(d.opts.Trusted, m.Platform) {
 		return true

@@ -344,3 +344,22 @@ func withoutFences(s string) string {
 	}
 	return b.String()
 }
+
+func TestStrangersFilesAreNotDownloaded(t *testing.T) {
+	w := newWorld(t, discordtest.Options{}, Options{Inbox: core.Inbox{Dir: t.TempDir()}})
+	w.fake.Post(discordtest.UserMessage{Channel: "c1", Guild: "g1", User: "u9", Content: "<@" + w.bot + "> look",
+		Mentions: []string{w.bot}, Attachments: []discordtest.Attachment{{Name: "payload.bin", Data: []byte("a stranger's file")}}})
+	if !w.fake.Wait(wait, func(v discordtest.View) bool {
+		for _, m := range v.Messages("c1") {
+			if strings.Contains(m.Content, "not allowed") {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatal("no refusal")
+	}
+	if n := w.fake.CallCount("GET", "/attachments/"); n != 0 {
+		t.Errorf("a stranger's attachment was downloaded %d times, want never", n)
+	}
+}

@@ -91,6 +91,9 @@ func (a *Adapter) onMessage(_ *discordgo.Session, e *discordgo.MessageCreate) {
 		Mentioned: mentioned, DM: dm,
 	}
 	atts := m.Attachments
+	if h, _, _ := a.running(); h != nil && len(atts) > 0 && !core.Admitted(h, msg) {
+		atts = nil // a stranger's files are not fetched: the message is refused
+	}
 	a.inOrder(m.ChannelID, msg.Text, func() (core.Message, bool) {
 		a.attach(&msg, atts)
 		return msg, true

@@ -386,3 +386,17 @@ func TestE2ELongAnswerContinuesWithFencesIntact(t *testing.T) {
 		}
 	}
 }
+
+func TestE2EStrangersFilesAreNotDownloaded(t *testing.T) {
+	b := newE2E(t, botConfig{})
+	f := b.fake.AddFile("payload.bin", "application/octet-stream", []byte("a stranger's file"))
+	b.say(slacktest.Event{User: "U666", Channel: "C1", Text: mention + " look", Files: []map[string]any{f}})
+	if !b.fake.WaitFor(30*time.Second, func() bool {
+		return strings.Contains(joinTexts(b.fake.BotMessages("C1")), "not allowed")
+	}) {
+		t.Fatal("no refusal")
+	}
+	if n := b.fake.Downloads(f["id"].(string)); n != 0 {
+		t.Errorf("a stranger's file was downloaded %d times, want never", n)
+	}
+}

@@ -70,6 +70,9 @@ type lane struct {
 // goroutine only, in the order events arrive.
 func (a *Adapter) inOrder(ctx context.Context, h core.Handler, m core.Message, files []slackapi.File) {
 	l := lane{channel: m.Channel, urgent: core.Overtakes(m.Text)}
+	if len(files) > 0 && !core.Admitted(h, m) {
+		files = nil // a stranger's files are not fetched: the message is refused
+	}
 	if len(files) == 0 && a.in.Idle(l) {
 		h.Handle(ctx, m)
 		return

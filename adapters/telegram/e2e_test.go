@@ -307,3 +307,17 @@ func TestE2EDraftsStreamThenPostTheFinalText(t *testing.T) {
 		t.Errorf("the fake answered 429 %d times", n)
 	}
 }
+
+func TestE2EStrangersFilesAreNotDownloaded(t *testing.T) {
+	st := newStack(t, telegramtest.Options{})
+	st.up()
+	eve := telegramtest.User{ID: 99, Username: "eve"}
+	st.s.PushPhoto(99, eve, "look", []byte("\xff\xd8a stranger's photo"))
+	st.s.WaitUntil(t, 20*time.Second, "a refusal", func() bool { return len(st.s.BotMessages(99)) == 1 })
+	if n := len(st.s.Calls("getFile")); n != 0 {
+		t.Errorf("getFile called %d times for a stranger's photo, want never", n)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(st.dir, "inbox")); len(entries) != 0 {
+		t.Errorf("the inbox holds %d files from a stranger", len(entries))
+	}
+}

@@ -101,6 +101,9 @@ func (in *intake) take(id int64, raw json.RawMessage) bool {
 		return false
 	}
 	l := lane{chat: m.Channel, urgent: core.Overtakes(m.Text)}
+	if len(files) > 0 && !core.Admitted(in.h, m) {
+		files = nil // a stranger's files are not fetched: the message is refused
+	}
 	if len(files) == 0 && in.chats.Idle(l) {
 		in.h.Handle(in.ctx, m)
 		in.done(id)

@@ -359,6 +359,9 @@ func (s *Server) putCommands(w http.ResponseWriter, r *http.Request) {
 func (s *Server) attachment(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	data, ok := s.files[r.PathValue("id")+"/"+r.PathValue("i")]
+	if ok {
+		s.record(r, http.StatusOK)
+	}
 	s.mu.Unlock()
 	if !ok {
 		http.NotFound(w, r)
