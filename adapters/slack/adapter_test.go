@@ -379,6 +379,31 @@ func TestTyping(t *testing.T) {
 	}
 }
 
+// TestTypingAfterLateFailures: a reactions.add that failed late but
+// landed is repeated, finds the reaction there, and the reaction is still
+// removed at stop; so is one whose remove failed late.
+func TestTypingAfterLateFailures(t *testing.T) {
+	fake, a, rec := startAdapter(t, slacktest.Options{}, nil)
+	a.retry.FirstBackoff = time.Millisecond
+	d := deliver(t, fake, slacktest.Event{User: "U1", Channel: "C1", Text: mention + " work"})
+	m := rec.next(t)
+	fake.Fail("reactions.add", slacktest.Fault{Status: 500, Landed: true})
+	fake.Fail("reactions.remove", slacktest.Fault{Status: 503, Landed: true})
+	stop := a.Typing(context.Background(), m)
+	if !fake.WaitFor(10*time.Second, func() bool { return fake.Count("reactions.add", 200) == 1 }) {
+		t.Fatal("reactions.add was not repeated")
+	}
+	stop()
+	gone := func() bool {
+		msg, _ := fake.Message("C1", d.TS)
+		return len(msg.Reactions) == 0 && fake.Count("reactions.remove", 200) == 1
+	}
+	if !fake.WaitFor(10*time.Second, gone) {
+		msg, _ := fake.Message("C1", d.TS)
+		t.Fatalf("reactions %v after stop; calls %+v", msg.Reactions, fake.Calls("reactions.remove"))
+	}
+}
+
 func TestAttachments(t *testing.T) {
 	fake, _, rec := startAdapter(t, slacktest.Options{}, func(o *Options) { o.Inbox.MaxBytes = 100 })
 	small := fake.AddFile("../../etc/notes.txt", "text/plain", []byte("file body"))

@@ -84,7 +84,9 @@ func (a *Adapter) Typing(ctx context.Context, on core.Message) (stop func()) {
 		ctx, cancel := context.WithTimeout(bg, 30*time.Second)
 		defer cancel()
 		err := a.do(ctx, "reactions.add", func(ctx context.Context) error {
-			return a.api.AddReactionContext(ctx, name, item)
+			// A repeat of an add that failed late but landed finds the
+			// reaction there: it is added, and is removed at stop.
+			return slackOK(a.api.AddReactionContext(ctx, name, item), "already_reacted")
 		})
 		if err != nil {
 			a.log.Debug("slack: add the working reaction", "err", err)
@@ -101,7 +103,7 @@ func (a *Adapter) Typing(ctx context.Context, on core.Message) (stop func()) {
 				ctx, cancel := context.WithTimeout(bg, 30*time.Second)
 				defer cancel()
 				err := a.do(ctx, "reactions.remove", func(ctx context.Context) error {
-					return a.api.RemoveReactionContext(ctx, name, item)
+					return slackOK(a.api.RemoveReactionContext(ctx, name, item), "no_reaction")
 				})
 				if err != nil {
 					a.log.Debug("slack: remove the working reaction", "err", err)
@@ -109,6 +111,15 @@ func (a *Adapter) Typing(ctx context.Context, on core.Message) (stop func()) {
 			}()
 		})
 	}
+}
+
+// slackOK is err, or nil when it is Slack's ok:false answer code, which
+// says that what was asked for holds already.
+func slackOK(err error, code string) error {
+	if se, ok := errors.AsType[slackapi.SlackErrorResponse](err); ok && se.Err == code {
+		return nil
+	}
+	return err
 }
 
 // post sends one chat.postMessage at the channel's pace and returns its ts.
