@@ -47,6 +47,9 @@ type Options struct {
 	// WorkingReaction is the emoji added to a message while its turn runs;
 	// default "hourglass_flowing_sand"; "-" turns it off.
 	WorkingReaction string
+	// MaxUpload is the largest file Upload takes, in bytes; default and at
+	// most MaxUpload (Slack's 1 GB).
+	MaxUpload int64
 	// HTTPClient is used for every Web API call and download; default a
 	// client that gives up on an answer not begun within 30 s and on any
 	// exchange after 10 minutes (one attempt of a Web API call is bounded
@@ -65,6 +68,9 @@ type webAPI interface {
 	GetFileContext(ctx context.Context, url string, w io.Writer) error
 	GetConversationHistoryContext(ctx context.Context, params *slackapi.GetConversationHistoryParameters) (*slackapi.GetConversationHistoryResponse, error)
 	GetConversationRepliesContext(ctx context.Context, params *slackapi.GetConversationRepliesParameters) ([]slackapi.Message, bool, string, error)
+	GetUploadURLExternalContext(ctx context.Context, params slackapi.GetUploadURLExternalParameters) (*slackapi.GetUploadURLExternalResponse, error)
+	UploadToURL(ctx context.Context, params slackapi.UploadToURLParameters) error
+	CompleteUploadExternalContext(ctx context.Context, params slackapi.CompleteUploadExternalParameters) (*slackapi.CompleteUploadExternalResponse, error)
 }
 
 // Adapter is the Slack platform. Send, Edit, SendActivity and Typing are
@@ -94,6 +100,7 @@ var (
 	_ core.Adapter      = (*Adapter)(nil)
 	_ core.Typist       = (*Adapter)(nil)
 	_ core.LatestEditor = (*Adapter)(nil)
+	_ core.Uploader     = (*Adapter)(nil)
 )
 
 // New checks opts and returns an adapter; it connects in Start.
@@ -115,6 +122,9 @@ func New(opts Options) (*Adapter, error) {
 	}
 	if opts.PostInterval <= 0 {
 		opts.PostInterval = time.Second
+	}
+	if opts.MaxUpload <= 0 || opts.MaxUpload > MaxUpload {
+		opts.MaxUpload = MaxUpload
 	}
 	if opts.WorkingReaction == "" {
 		opts.WorkingReaction = "hourglass_flowing_sand"
@@ -158,7 +168,7 @@ func (a *Adapter) Platform() string { return "slack" }
 // Limits are Slack's: answers under 4,000 characters of mrkdwn, an edit a
 // second per message at most, and a post a second per channel.
 func (a *Adapter) Limits() core.Limits {
-	return core.Limits{MaxLen: 3900, MinEditInterval: time.Second, MinPostInterval: time.Second}
+	return core.Limits{MaxLen: 3900, MinEditInterval: time.Second, MinPostInterval: time.Second, MaxUpload: a.opts.MaxUpload}
 }
 
 // Measure is the length of markdown once rendered as mrkdwn, in runes.

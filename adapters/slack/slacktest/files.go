@@ -12,6 +12,7 @@ type file struct {
 	id, name, mimetype string
 	content            []byte
 	downloads          int
+	length             int // the length announced for an upload
 }
 
 // wire is the file as events and files.info show it.

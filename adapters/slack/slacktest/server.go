@@ -92,7 +92,9 @@ type Server struct {
 	faults   map[string][]Fault
 	msgs     []*Message
 	files    map[string]*file
-	updates  []time.Time // successful chat.update times, within a minute
+	pending  map[string]*file // files.getUploadURLExternal'd, not yet completed
+	uploads  []Upload         // files the bot shared with files.completeUploadExternal
+	updates  []time.Time      // successful chat.update times, within a minute
 	tickets  map[string]bool
 	conns    []*wsConn
 	connects int
@@ -110,6 +112,7 @@ func New(opts Options) *Server {
 		changed: make(chan struct{}),
 		faults:  map[string][]Fault{},
 		files:   map[string]*file{},
+		pending: map[string]*file{},
 		tickets: map[string]bool{},
 		acks:    map[string]Ack{},
 	}
@@ -117,6 +120,7 @@ func New(opts Options) *Server {
 	mux.HandleFunc("/api/{method}", s.serveAPI)
 	mux.HandleFunc("/link/", s.serveSocket)
 	mux.HandleFunc("/files-pri/{id}/{name}", s.serveFile)
+	mux.HandleFunc("POST /upload/{id}", s.serveUpload)
 	s.http = httptest.NewServer(mux)
 	s.URL = s.http.URL
 	return s

@@ -228,6 +228,8 @@ func (s *Server) apiLocked(method string, a map[string]string) (map[string]any, 
 		}
 		out, more := limited(out, a)
 		return map[string]any{"messages": out, "has_more": more}, ""
+	case "files.getUploadURLExternal", "files.completeUploadExternal":
+		return s.uploadLocked(method, a)
 	case "files.info":
 		f, ok := s.files[a["file"]]
 		if !ok {
