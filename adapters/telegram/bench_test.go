@@ -117,6 +117,10 @@ func streamChats(b *testing.B, chats, deltas, size int, spread time.Duration) {
 		}
 	}
 	b.ReportMetric(float64(st.s.TooMany()), "429s")
+	first, cont, edits := limitedCalls(st.s)
+	b.ReportMetric(float64(first), "429-first-sends")
+	b.ReportMetric(float64(cont), "429-continuations")
+	b.ReportMetric(float64(edits), "429-edits")
 	b.ReportMetric(float64(chats-done()), "inexact")
 	b.ReportMetric(ms(median(lat)), "first-visible-median-ms")
 	b.ReportMetric(ms(pct(lat, 90)), "first-visible-p90-ms")
@@ -131,6 +135,28 @@ func streamChats(b *testing.B, chats, deltas, size int, spread time.Duration) {
 	b.ReportMetric((cpu1 - cpu0).Seconds(), "cpu-s")
 	b.ReportMetric((kids1 - kids0).Seconds(), "agents-cpu-s")
 	b.ReportMetric(load1(), "load1")
+}
+
+// limitedCalls counts the calls the fake answered 429, by what they were:
+// a chat's first message, a later one (a continuation: the benchmark has
+// no tool activity), an edit.
+func limitedCalls(s *telegramtest.Server) (first, continuations, edits int) {
+	posted := map[string]bool{}
+	for _, c := range s.Calls("") {
+		chat := c.Params.Get("chat_id")
+		switch {
+		case c.Method == "editMessageText" && c.Limited:
+			edits++
+		case c.Method != "sendMessage":
+		case c.Limited && posted[chat]:
+			continuations++
+		case c.Limited:
+			first++
+		default:
+			posted[chat] = true
+		}
+	}
+	return first, continuations, edits
 }
 
 // idealWaits is how long each first text would wait under a budget of

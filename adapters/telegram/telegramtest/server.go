@@ -58,6 +58,8 @@ type Call struct {
 	Method string
 	Params url.Values
 	At     time.Time
+	// Limited says rate enforcement answered it 429.
+	Limited bool
 }
 
 // Message is a message the fake holds, as a user would see it.
@@ -312,6 +314,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.notifyLocked()
 	if after, limited := s.limitLocked(method, params, now); limited {
 		s.tooMany++
+		s.calls[len(s.calls)-1].Limited = true
 		s.mu.Unlock()
 		writeErr(w, 429, fmt.Sprintf("Too Many Requests: retry after %d", after), after)
 		return

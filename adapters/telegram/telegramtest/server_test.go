@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -296,6 +297,15 @@ func TestFloodModel(t *testing.T) {
 	}
 	if s.TooMany() != 4 {
 		t.Fatalf("TooMany = %d, want 4", s.TooMany())
+	}
+	var limited []string
+	for _, c := range s.Calls("") {
+		if c.Limited {
+			limited = append(limited, c.Method+" "+c.Params.Get("chat_id"))
+		}
+	}
+	if want := []string{"editMessageText 1", "sendMessage 1", "sendMessage 20", "sendMessage 1"}; !slices.Equal(limited, want) {
+		t.Fatalf("calls marked limited: %q, want %q", limited, want)
 	}
 }
 
