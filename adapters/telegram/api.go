@@ -23,6 +23,8 @@ import (
 // (sendMessageDraft) and parameters it lacks (message_thread_id).
 type caller interface {
 	call(ctx context.Context, method string, p tgbotapi.Params) (json.RawMessage, error)
+	// upload is call with files, as a multipart body.
+	upload(ctx context.Context, method string, p tgbotapi.Params, files []tgbotapi.RequestFile) (json.RawMessage, error)
 }
 
 // botCaller calls through the library. The library takes no context, so
@@ -38,6 +40,16 @@ func (c *botCaller) call(ctx context.Context, method string, p tgbotapi.Params) 
 	b := *c.bot
 	b.Client = ctxClient{ctx: ctx, c: c.client}
 	resp, err := b.MakeRequest(method, p)
+	if err != nil {
+		return nil, redact(err, c.token)
+	}
+	return resp.Result, nil
+}
+
+func (c *botCaller) upload(ctx context.Context, method string, p tgbotapi.Params, files []tgbotapi.RequestFile) (json.RawMessage, error) {
+	b := *c.bot
+	b.Client = ctxClient{ctx: ctx, c: c.client}
+	resp, err := b.UploadFiles(method, p, files)
 	if err != nil {
 		return nil, redact(err, c.token)
 	}

@@ -56,6 +56,9 @@ type Options struct {
 	// Drafts enables Draft (sendMessageDraft, Bot API 9.5+, private chats
 	// only). Default off: edits are the reliable way to stream.
 	Drafts bool
+	// MaxUpload is the largest file Upload takes, in bytes; default and at
+	// most MaxUpload (what Telegram lets a bot send).
+	MaxUpload int64
 
 	callTimeout time.Duration // tests: bounds one attempt of a call; default callTimeout
 }
@@ -80,6 +83,7 @@ var (
 	_ core.Adapter      = (*Adapter)(nil)
 	_ core.Typist       = (*Adapter)(nil)
 	_ core.Drafter      = (*Adapter)(nil)
+	_ core.Uploader     = (*Adapter)(nil)
 	_ core.LatestEditor = (*Adapter)(nil)
 )
 
@@ -93,6 +97,9 @@ func New(opts Options) (*Adapter, error) {
 	}
 	if opts.APIURL == "" {
 		opts.APIURL = DefaultAPIURL
+	}
+	if opts.MaxUpload <= 0 || opts.MaxUpload > MaxUpload {
+		opts.MaxUpload = MaxUpload
 	}
 	if opts.PollTimeout <= 0 {
 		opts.PollTimeout = 50 * time.Second
@@ -138,6 +145,7 @@ func (a *Adapter) Limits() core.Limits {
 		MaxLen:          4096,
 		MinEditInterval: time.Second,
 		MinPostInterval: time.Second,
+		MaxUpload:       a.opts.MaxUpload,
 	}
 }
 

@@ -74,6 +74,7 @@ type Message struct {
 	ParseMode string
 	Edits     int       // successful edits
 	At        time.Time // when it was posted (by the fake's clock)
+	File      *SentFile // the photo or document of a sendPhoto or sendDocument
 }
 
 // Failure is a scripted error answer.
@@ -303,11 +304,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, 401, "Unauthorized", 0)
 		return
 	}
-	if err := r.ParseForm(); err != nil {
+	params, up, err := readParams(r)
+	if err != nil {
 		writeErr(w, 400, "Bad Request: "+err.Error(), 0)
 		return
 	}
-	params := r.Form
 	now := s.opts.Clock()
 	s.mu.Lock()
 	s.calls = append(s.calls, Call{Method: method, Params: params, At: now})
@@ -323,7 +324,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	// Telegram and counted, as a real 5xx may have.
 	if f, ok := s.takeFailureLocked(method, params); ok {
 		if f.Landed {
-			s.methodLocked(method, params)
+			s.answerLocked(method, params, up)
 			s.notifyLocked()
 		}
 		s.mu.Unlock()
@@ -341,7 +342,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	result, code, desc := s.methodLocked(method, params)
+	result, code, desc := s.answerLocked(method, params, up)
 	s.notifyLocked()
 	s.mu.Unlock()
 	if code != 0 {
@@ -412,7 +413,7 @@ func (s *Server) limitLocked(method string, p url.Values, now time.Time) (retryA
 // chat, and so takes from the chat's budget.
 func isMessageCall(method string) bool {
 	switch method {
-	case "sendMessage", "editMessageText", "sendMessageDraft":
+	case "sendMessage", "editMessageText", "sendMessageDraft", "sendPhoto", "sendDocument":
 		return true
 	}
 	return false
