@@ -78,6 +78,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	run, err := eng.Run(turnCtx, engine.Turn{
 		Prompt: prompt, SessionID: conv.SessionID, Model: set.model, Workdir: ws.Dir, Files: files,
 		OnStart: out.started,
+		Mode:    engine.ModeBypass, // today's behaviour until core answers permission requests
 	})
 	if err != nil {
 		terminal = parser.Event{Type: parser.Error, Message: err.Error(), Reason: parser.Failed}

@@ -74,6 +74,9 @@ func (c *realClaude) run(t *testing.T, e *engine.ClaudeCode, turn engine.Turn) [
 // realRunTimeout, or if the run's events break the one-terminal-event rule.
 func realRun(t *testing.T, e engine.Engine, turn engine.Turn) []parser.Event {
 	t.Helper()
+	if turn.Mode == "" {
+		turn.Mode = engine.ModeBypass // the approval tests name their modes
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), realRunTimeout)
 	defer cancel()
 	r, err := e.Run(ctx, turn)
@@ -453,7 +456,7 @@ func TestClaudeRealStop(t *testing.T) {
 	defer cancel()
 	stop, stopNow := context.WithCancel(ctx)
 	defer stopNow()
-	r, err := c.newEngine("sleep", engine.Config{}).Run(stop, engine.Turn{Prompt: "Sleep.", Workdir: c.workdir})
+	r, err := c.newEngine("sleep", engine.Config{}).Run(stop, engine.Turn{Prompt: "Sleep.", Workdir: c.workdir, Mode: engine.ModeBypass})
 	if err != nil {
 		t.Fatal(err)
 	}

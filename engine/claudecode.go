@@ -10,8 +10,10 @@ var claudeCodeSpec = Spec{
 	Name:           "claude-code",
 	DefaultCommand: "claude",
 	InstallHint:    "install Claude Code with `npm install -g @anthropic-ai/claude-code`, or set the engine's command to the path of `claude`",
-	NewParser:      parser.NewClaudeCode,
-	NewSettings:    func() Settings { return &ClaudeCodeSettings{} },
+	Capabilities: Capabilities{Approvals: true, Steering: true,
+		PermissionModes: []string{string(ModeAsk), string(ModeAcceptEdits), string(ModePlan)}},
+	NewParser:   parser.NewClaudeCode,
+	NewSettings: func() Settings { return &ClaudeCodeSettings{} },
 	Credentials: Credentials{
 		KeyEnv: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"},
 		// On Linux `claude` keeps its login in .credentials.json in its
@@ -42,16 +44,14 @@ func (s *ClaudeCodeSettings) ClaudeCode() *ClaudeCode {
 		installHint:    claudeCodeSpec.InstallHint,
 		skillsSubdir:   ".claude/skills",
 		claudeMD:       true,
-		promptOnStdin:  true,
+		interactive:    true,
 		cfg:            cfg,
 		newParser:      claudeCodeSpec.NewParser,
 		keyEnv:         func(key string) []string { return []string{"ANTHROPIC_API_KEY=" + key} },
 		args: func(t Turn, prompt string) []string {
-			args := []string{"-p"}
-			if prompt != "" { // else it comes on stdin
-				args = append(args, prompt)
-			}
-			args = append(args, "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions")
+			// The prompt comes on stdin as a user message, whatever its length.
+			args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"}
+			args = append(args, permissionArgs(t.Mode)...)
 			if partial {
 				args = append(args, "--include-partial-messages")
 			}
@@ -66,12 +66,35 @@ func (s *ClaudeCodeSettings) ClaudeCode() *ClaudeCode {
 	})}
 }
 
+// permissionArgs are the flags of a permissions mode: bypass skips every
+// check (as root the CLI then needs IS_SANDBOX=1 in its environment); the
+// others name the CLI's own mode and have it ask on stdin
+// (--permission-prompt-tool stdio).
+func permissionArgs(m Mode) []string {
+	switch m.orAsk() {
+	case ModeBypass:
+		return []string{"--dangerously-skip-permissions"}
+	case ModeAcceptEdits:
+		return []string{"--permission-mode", "acceptEdits", "--permission-prompt-tool", "stdio"}
+	case ModePlan:
+		return []string{"--permission-mode", "plan", "--permission-prompt-tool", "stdio"}
+	default:
+		return []string{"--permission-mode", "default", "--permission-prompt-tool", "stdio"}
+	}
+}
+
 // ClaudeCode runs Anthropic's Claude Code CLI:
 //
-//	claude -p PROMPT --output-format stream-json --verbose --dangerously-skip-permissions
+//	claude -p --input-format stream-json --output-format stream-json --verbose
+//	       (--dangerously-skip-permissions | --permission-mode M --permission-prompt-tool stdio)
 //	       [--include-partial-messages] [--resume ID] [--model M] [Config.Args...]
 //
-// with ANTHROPIC_API_KEY set to the turn's key when there is one. Skills
+// with ANTHROPIC_API_KEY set to the turn's key when there is one. The
+// prompt goes on stdin as a stream-json user message, and stdin stays open
+// until the result line: a tool that needs permission arrives as a
+// parser.PermissionRequest, and Run.Respond writes the answer there
+// (ModeAsk maps to the CLI's default mode, ModeAcceptEdits to acceptEdits,
+// ModePlan to plan). Skills
 // are linked into <workdir>/.claude/skills/ and listed in a generated
 // <workdir>/CLAUDE.md. It is safe for concurrent use.
 type ClaudeCode struct{ cli *cli }

@@ -103,6 +103,9 @@ type Turn struct {
 	Workdir   string   // the agent's working directory; must exist
 	APIKey    string   // empty: the environment is inherited as it is
 	Files     []string // absolute paths of files the user attached (already in Workdir's inbox)
+	// Mode is how much the agent may do without asking; the zero value is
+	// ModeAsk. Run refuses a mode the engine cannot honour (ErrMode).
+	Mode Mode
 	// OnStart, when set, is called with the agent's process group each time
 	// a CLI process of the run has started (twice when the resume fallback
 	// starts a second one), before any of its events, on the goroutine that
@@ -130,18 +133,14 @@ type Engine interface {
 	Lookup() (string, error)
 }
 
-// Run is one agent invocation in progress. It is two-way: a later version
-// delivers parser.PermissionRequest events and takes the answers through
-// Respond; the channel design already allows a run to wait for the caller.
+// Run is one agent invocation in progress. It is two-way: a run of a CLI
+// that asks before it writes or runs (Capabilities.Approvals) delivers
+// parser.PermissionRequest events and waits for the answers given to
+// Respond (see permission.go).
 type Run struct {
 	events  chan parser.Event
-	answers chan PermissionAnswer
-}
-
-// PermissionAnswer answers a parser.PermissionRequest event by its ID.
-type PermissionAnswer struct {
-	ID    string
-	Allow bool
+	answers chan PermissionAnswer // in-process runs: what Respond is given
+	control *control              // a CLI run that asks: its stdin
 }
 
 // Events delivers the run's events in order. It is closed right after the
@@ -151,15 +150,3 @@ type PermissionAnswer struct {
 // to make room for the terminal event, which is always delivered; a caller
 // that stops reading after cancelling leaks nothing.
 func (r *Run) Events() <-chan parser.Event { return r.events }
-
-// Respond answers a permission request. It waits until the run takes the
-// answer or ctx is done, and then returns ctx's error. No engine asks yet,
-// so today nothing takes answers and Respond always waits for ctx.
-func (r *Run) Respond(ctx context.Context, a PermissionAnswer) error {
-	select {
-	case r.answers <- a:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}

@@ -50,7 +50,21 @@ func fakeWith(t testing.TB, name string, set engine.Settings) (engine.Engine, st
 	if e.Name() != name {
 		t.Fatalf("settings of %s given for %s", e.Name(), name)
 	}
+	if spec, _ := engine.Find(name); !spec.Honours(engine.ModeAsk) {
+		e = bypassByDefault{e} // these tests are not about modes
+	}
 	return e, logPath
+}
+
+// bypassByDefault runs an engine that cannot ask in bypass mode unless the
+// turn names a mode.
+type bypassByDefault struct{ engine.Engine }
+
+func (e bypassByDefault) Run(ctx context.Context, t engine.Turn) (*engine.Run, error) {
+	if t.Mode == "" {
+		t.Mode = engine.ModeBypass
+	}
+	return e.Engine.Run(ctx, t)
 }
 
 // collect reads the run's events until the channel closes, and checks the
@@ -112,7 +126,10 @@ func textOf(events []parser.Event) string {
 func lastEvent(events []parser.Event) parser.Event { return events[len(events)-1] }
 
 func TestArgv(t *testing.T) {
-	claudeBase := []string{"--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"}
+	// The prompt goes on stdin as a user message (Invocation.Prompt), in
+	// ask mode unless the turn says otherwise.
+	claudeBase := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+		"--permission-mode", "default", "--permission-prompt-tool", "stdio"}
 	cursorBase := []string{"--output-format", "stream-json", "--stream-partial-output", "--force", "--trust",
 		"--sandbox", "disabled", "--approve-mcps"}
 	cat := func(parts ...[]string) []string { return slices.Concat(parts...) }
@@ -127,36 +144,46 @@ func TestArgv(t *testing.T) {
 		cfg    engine.Config
 		turn   engine.Turn
 		want   []string
+		prompt string          // as the CLI got it
 		set    engine.Settings // when set, cfg is its Base
 	}{
 		{"claude plain", "claude-code", engine.Config{}, engine.Turn{Prompt: "hi"},
-			cat([]string{"-p", "hi"}, claudeBase, []string{"--include-partial-messages"}), nil},
+			cat(claudeBase, []string{"--include-partial-messages"}), "hi", nil},
 		{"claude resume model args", "claude-code", engine.Config{Args: []string{"--max-turns", "3"}},
 			engine.Turn{Prompt: "hi", SessionID: "s-1", Model: "opus"},
-			cat([]string{"-p", "hi"}, claudeBase, []string{"--include-partial-messages", "--resume", "s-1", "--model", "opus", "--max-turns", "3"}), nil},
+			cat(claudeBase, []string{"--include-partial-messages", "--resume", "s-1", "--model", "opus", "--max-turns", "3"}), "hi", nil},
 		{"claude no partial messages", "claude-code", engine.Config{}, engine.Turn{Prompt: "hi"},
-			cat([]string{"-p", "hi"}, claudeBase), whole()},
+			claudeBase, "hi", whole()},
 		{"claude key is not an arg", "claude-code", engine.Config{}, engine.Turn{Prompt: "hi", APIKey: "k"},
-			cat([]string{"-p", "hi"}, claudeBase, []string{"--include-partial-messages"}), nil},
+			cat(claudeBase, []string{"--include-partial-messages"}), "hi", nil},
 		{"claude prompt like a flag", "claude-code", engine.Config{}, engine.Turn{Prompt: "-v please"},
-			cat([]string{"-p", " -v please"}, claudeBase), whole()},
+			claudeBase, " -v please", whole()},
 		{"claude NUL in the prompt", "claude-code", engine.Config{}, engine.Turn{Prompt: "a\x00b"},
-			cat([]string{"-p", "a\uFFFDb"}, claudeBase), whole()},
+			claudeBase, "a\uFFFDb", whole()},
 		{"claude files", "claude-code", engine.Config{}, engine.Turn{Prompt: "see", Files: []string{"/in/a.png", "/in/b.txt"}},
-			cat([]string{"-p", "see\n\nAttached files: /in/a.png, /in/b.txt"}, claudeBase), whole()},
-		{"cursor plain", "cursor", engine.Config{}, engine.Turn{Prompt: "hi"},
-			cat([]string{"-p", "hi"}, cursorBase), nil},
+			claudeBase, "see\n\nAttached files: /in/a.png, /in/b.txt", whole()},
+		{"claude bypass", "claude-code", engine.Config{}, engine.Turn{Prompt: "hi", Mode: engine.ModeBypass},
+			[]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+				"--dangerously-skip-permissions"}, "hi", whole()},
+		{"claude accept edits", "claude-code", engine.Config{}, engine.Turn{Prompt: "hi", Mode: engine.ModeAcceptEdits},
+			[]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+				"--permission-mode", "acceptEdits", "--permission-prompt-tool", "stdio"}, "hi", whole()},
+		{"claude plan", "claude-code", engine.Config{}, engine.Turn{Prompt: "hi", Mode: engine.ModePlan},
+			[]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+				"--permission-mode", "plan", "--permission-prompt-tool", "stdio"}, "hi", whole()},
+		{"cursor plain", "cursor", engine.Config{}, engine.Turn{Prompt: "hi", Mode: engine.ModeBypass},
+			cat([]string{"-p", "hi"}, cursorBase), "hi", nil},
 		// The key goes only in CURSOR_API_KEY (see TestEnv): a command
 		// line is visible to every local user.
 		{"cursor resume model key args", "cursor", engine.Config{Args: []string{"--print"}},
-			engine.Turn{Prompt: "hi", SessionID: "s-2", Model: "gpt-5", APIKey: "ck"},
-			cat([]string{"-p", "hi"}, cursorBase, []string{"--resume", "s-2", "--model", "gpt-5", "--print"}), nil},
-		{"cursor config key", "cursor", engine.Config{APIKey: "cfg"}, engine.Turn{Prompt: "hi"},
-			cat([]string{"-p", "hi"}, cursorBase), nil},
-		{"config model", "cursor", engine.Config{Model: "m1"}, engine.Turn{Prompt: "hi"},
-			cat([]string{"-p", "hi"}, cursorBase, []string{"--model", "m1"}), nil},
+			engine.Turn{Prompt: "hi", SessionID: "s-2", Model: "gpt-5", APIKey: "ck", Mode: engine.ModeBypass},
+			cat([]string{"-p", "hi"}, cursorBase, []string{"--resume", "s-2", "--model", "gpt-5", "--print"}), "hi", nil},
+		{"cursor config key", "cursor", engine.Config{APIKey: "cfg"}, engine.Turn{Prompt: "hi", Mode: engine.ModeBypass},
+			cat([]string{"-p", "hi"}, cursorBase), "hi", nil},
+		{"config model", "cursor", engine.Config{Model: "m1"}, engine.Turn{Prompt: "hi", Mode: engine.ModeBypass},
+			cat([]string{"-p", "hi"}, cursorBase, []string{"--model", "m1"}), "hi", nil},
 		{"turn model wins", "claude-code", engine.Config{Model: "m1"}, engine.Turn{Prompt: "hi", Model: "m2"},
-			cat([]string{"-p", "hi"}, claudeBase, []string{"--include-partial-messages", "--model", "m2"}), nil},
+			cat(claudeBase, []string{"--include-partial-messages", "--model", "m2"}), "hi", nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -180,6 +207,9 @@ func TestArgv(t *testing.T) {
 			}
 			if got := invs[0].Argv[1:]; !slices.Equal(got, tc.want) {
 				t.Errorf("argv\n got %q\nwant %q", got, tc.want)
+			}
+			if got := invs[0].Prompt; got != tc.prompt {
+				t.Errorf("prompt %q, want %q", got, tc.prompt)
 			}
 			wd, _ := filepath.EvalSymlinks(tc.turn.Workdir)
 			if cwd, _ := filepath.EvalSymlinks(invs[0].Cwd); cwd != wd {
@@ -302,7 +332,7 @@ func TestInstalledLater(t *testing.T) {
 	if err := os.Symlink(enginetest.Build(t), filepath.Join(dir, "agent")); err != nil {
 		t.Fatal(err)
 	}
-	events := runTurn(t, e, engine.Turn{Prompt: "now", Workdir: dir})
+	events := runTurn(t, e, engine.Turn{Prompt: "now", Workdir: dir, Mode: engine.ModeBypass})
 	if lastEvent(events).Type != parser.Done || textOf(events) != "echo: now" {
 		t.Errorf("after install: %+v", events)
 	}

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -45,6 +44,11 @@ type cli struct {
 	// promptOnStdin: the CLI reads the prompt from stdin when args gets an
 	// empty one. Used for prompts too long for one argument.
 	promptOnStdin bool
+	// interactive: the CLI takes stream-json input (Claude Code's
+	// --input-format stream-json): args always gets an empty prompt, the
+	// prompt goes on stdin as a user message, and stdin stays open for
+	// the answers to permission requests until the run's terminal line.
+	interactive bool
 	// keyEnv returns the environment variables that carry key.
 	keyEnv    func(key string) []string
 	newParser func() parser.Parser
@@ -91,11 +95,19 @@ func (c *cli) run(ctx context.Context, t Turn) (*Run, error) {
 	if t.Model == "" {
 		t.Model = c.cfg.Model
 	}
+	spec, ok := Find(c.name)
+	if !ok {
+		spec = Spec{Name: c.name}
+	}
+	if err := spec.CheckMode(t.Mode); err != nil {
+		return nil, fmt.Errorf("engine %s: run: %w", c.name, err)
+	}
 	p, err := c.start(ctx, path, t, key)
 	if err != nil {
 		return nil, err
 	}
 	r := &Run{events: make(chan parser.Event, eventBuffer), answers: make(chan PermissionAnswer)}
+	r.attach(p)
 	go c.loop(ctx, r, path, t, key, p)
 	return r, nil
 }
@@ -113,6 +125,7 @@ func (c *cli) loop(ctx context.Context, r *Run, path string, t Turn, key string,
 			if p, err := c.start(ctx, path, t, key); err != nil {
 				final = parser.Event{Type: parser.Error, Message: err.Error()}
 			} else {
+				r.attach(p)
 				final, _ = c.follow(ctx, r, p)
 			}
 		}
@@ -146,6 +159,10 @@ type process struct {
 	stdout, stderr *os.File // read ends of the pipes
 	started        time.Time
 	parser         parser.Parser // fresh for this process
+	// stdin is the write end of an interactive CLI's stdin, and prompt
+	// the user message to write there first; nil otherwise.
+	stdin  *os.File
+	prompt string
 
 	// Set by stop, which exec calls (once) when ctx is done; Wait returns
 	// only after it did.
@@ -188,41 +205,70 @@ func (p *process) reap() {
 func (c *cli) start(ctx context.Context, path string, t Turn, key string) (*process, error) {
 	pr := prompt(t)
 	var stdin io.Reader
-	if len(pr) > maxArgPrompt {
+	var inR, inW *os.File
+	switch {
+	case c.interactive:
+		var err error
+		if inR, inW, err = os.Pipe(); err != nil {
+			return nil, fmt.Errorf("engine %s: start: stdin pipe: %w", c.name, err)
+		}
+		stdin = inR
+	case len(pr) > maxArgPrompt:
 		if !c.promptOnStdin {
 			return nil, fmt.Errorf("engine %s: the prompt is %d bytes; this CLI takes at most %d", c.name, len(pr), maxArgPrompt)
 		}
 		stdin, pr = strings.NewReader(pr), ""
 	}
-	cmd := exec.CommandContext(ctx, path, c.args(t, pr)...)
+	argPrompt := pr
+	if c.interactive {
+		argPrompt = ""
+	}
+	cmd := exec.CommandContext(ctx, path, c.args(t, argPrompt)...)
 	cmd.Stdin = stdin
 	cmd.Dir = t.Workdir
 	cmd.Env = c.env(key)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &process{cmd: cmd, parser: c.newParser()}
+	p := &process{cmd: cmd, parser: c.newParser(), stdin: inW}
 	if t.SessionID != "" && c.resumeParser != nil {
 		p.parser = c.resumeParser(t.SessionID)
+	}
+	if c.interactive {
+		p.prompt = pr
+	}
+	closeStdin := func() {
+		if inR != nil {
+			inR.Close()
+			inW.Close()
+		}
 	}
 	cmd.Cancel = p.stop
 	cmd.WaitDelay = killGrace // then the CLI gets SIGKILL; reap ends the rest
 
 	outR, outW, err := os.Pipe()
 	if err != nil {
+		closeStdin()
 		return nil, fmt.Errorf("engine %s: start: stdout pipe: %w", c.name, err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
+		closeStdin()
 		return nil, fmt.Errorf("engine %s: start: stderr pipe: %w", c.name, err)
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	err = cmd.Start()
 	outW.Close() // the child holds its own copies
 	errW.Close()
+	if inR != nil {
+		inR.Close()
+	}
 	if err != nil {
 		outR.Close()
 		errR.Close()
+		if inW != nil {
+			inW.Close()
+		}
 		return nil, fmt.Errorf("engine %s: start %s: %w", c.name, path, err)
 	}
 	c.log.Debug("agent started", "pid", cmd.Process.Pid, "workdir", t.Workdir, "resume", t.SessionID != "")
@@ -238,35 +284,42 @@ func (c *cli) start(ctx context.Context, path string, t Turn, key string) (*proc
 func (c *cli) follow(ctx context.Context, r *Run, p *process) (final parser.Event, texted bool) {
 	guard := parser.NewGuard(p.parser)
 	var parsed *parser.Event
-	// sends counts the events handed to the consumer, and sending is set
-	// while one waits for it: a reader held up by a slow consumer is not a
-	// pipe held open by a leftover child, and must not lose what is still
-	// in the pipe.
-	var sends atomic.Int64
-	var sending atomic.Bool
+	// The reader never waits for the consumer (the backlog holds what it
+	// has not taken), so a pipe still open after the agent exited is held
+	// by a leftover child, not by a slow consumer.
 	stdoutDone := make(chan error, 1)
-	go func() {
+	queue := newBacklog()
+	delivered := make(chan struct{})
+	go func() { // hands the events on in order, however slow the consumer
+		defer close(delivered)
 		delivering := true
-		stdoutDone <- parser.ReadLines(p.stdout, func(line []byte) {
+		for ev, ok := queue.next(); ok; ev, ok = queue.next() {
+			if !delivering {
+				continue
+			}
+			if !r.send(ctx, ev) {
+				delivering = false // cancelled: keep draining so the reader never blocks
+				continue
+			}
+			texted = texted || ev.Type == parser.Text
+		}
+	}()
+	go func() {
+		err := parser.ReadLines(p.stdout, func(line []byte) {
 			for _, ev := range guard.Parse(line) {
 				if ev.Terminal() {
 					parsed = &ev
+					r.endInput() // the CLI waits for stdin to close
 					continue
 				}
-				if !delivering {
-					continue
+				if ev.Type == parser.PermissionRequest {
+					r.asked(ev) // before the consumer can answer it
 				}
-				sending.Store(true)
-				sent := r.send(ctx, ev)
-				sending.Store(false)
-				sends.Add(1)
-				if !sent {
-					delivering = false // cancelled: keep draining so the child never blocks
-					continue
-				}
-				texted = texted || ev.Type == parser.Text
+				queue.push(ev)
 			}
 		})
+		queue.close()
+		stdoutDone <- err
 	}()
 	tail := newTail(20, 8<<10)
 	stderrDone := make(chan struct{})
@@ -276,6 +329,7 @@ func (c *cli) follow(ctx context.Context, r *Run, p *process) (final parser.Even
 	}()
 
 	waitErr := p.cmd.Wait()
+	r.endInput()
 	if !p.stopAt.IsZero() {
 		p.reap()
 	}
@@ -286,7 +340,6 @@ func (c *cli) follow(ctx context.Context, r *Run, p *process) (final parser.Even
 	}()
 	grace := time.NewTimer(killGrace)
 	defer grace.Stop()
-	seen := sends.Load()
 wait:
 	for {
 		select {
@@ -296,11 +349,6 @@ wait:
 			}
 			break wait
 		case <-grace.C:
-			if n := sends.Load(); n != seen || sending.Load() {
-				seen = n // the consumer is still taking events: wait for it
-				grace.Reset(killGrace)
-				continue
-			}
 			// A leftover child holds the pipes open: end it and stop reading.
 			c.log.Debug("agent exited but its output stayed open; killing its process group", "pid", p.cmd.Process.Pid)
 			signalGroup(p.cmd, syscall.SIGKILL)
@@ -312,6 +360,7 @@ wait:
 	}
 	p.stdout.Close()
 	p.stderr.Close()
+	<-delivered // the consumer has taken every event, or ctx is done
 
 	reason := exitReason(p.cmd.ProcessState, waitErr)
 	log := c.log.With("pid", p.cmd.Process.Pid, "exit", reason, "duration_ms", time.Since(p.started).Milliseconds())

@@ -24,7 +24,7 @@ func realStop(t *testing.T, e engine.Engine, workdir string) {
 	defer cancel()
 	stop, stopNow := context.WithCancel(ctx)
 	defer stopNow()
-	r, err := e.Run(stop, engine.Turn{Prompt: "Sleep.", Workdir: workdir})
+	r, err := e.Run(stop, engine.Turn{Prompt: "Sleep.", Workdir: workdir, Mode: engine.ModeBypass})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,11 @@ import (
 //     array whose text blocks are joined with "\n").
 //   - result: is_error true becomes Error (message: the result text, else
 //     errors[] joined with "; "), whatever the subtype says; otherwise Done.
+//   - control_request with subtype can_use_tool (--permission-prompt-tool
+//     stdio: the CLI asks before it runs a tool and waits for the answer on
+//     stdin) becomes PermissionRequest: ID the request_id, Name the tool,
+//     Args its input, Suggestions its permission_suggestions, Questions
+//     the questions of an AskUserQuestion.
 //
 // An assistant line with a top-level "error" (Claude Code's synthetic
 // "API Error: ..." message) is not answer text either: the is_error result
@@ -74,6 +79,9 @@ type claudeLine struct {
 	errorText      string
 	// system/api_retry
 	attempt, maxRetries, errorStatus []byte
+	// control_request
+	requestID jstr
+	request   []byte // raw object
 }
 
 // Parse implements Parser. The returned slice is the caller's.
@@ -127,6 +135,10 @@ func (p *ClaudeCode) parse(line []byte, l *claudeLine) []Event {
 			l.maxRetries = r.number()
 		case "error_status":
 			l.errorStatus = r.number()
+		case "request_id":
+			l.requestID = r.jstring()
+		case "request":
+			l.request = r.raw()
 		default:
 			r.skip()
 		}
@@ -145,6 +157,8 @@ func (p *ClaudeCode) parse(line []byte, l *claudeLine) []Event {
 		return []Event{p.result(l)}
 	case "system":
 		return p.system(l)
+	case "control_request":
+		return controlRequest(l.requestID, l.request)
 	}
 	return nil
 }

@@ -27,14 +27,16 @@ const (
 	Warning    Type = "warning"
 	Done       Type = "done"
 	Error      Type = "error"
-	// PermissionRequest is reserved for interactive approvals: a run asks
-	// for permission and waits for the answer (see engine.Run). No parser
-	// emits it yet.
+	// PermissionRequest: the run asks before a tool runs and waits for the
+	// answer (engine.Run.Respond). Never terminal.
 	PermissionRequest Type = "permission_request"
 	// File is a file the agent handed back (left in outbox/ of its working
 	// directory), sent by golem before the terminal event to a message's
 	// Sink. No parser emits it.
 	File Type = "file"
+	// PermissionDecision: a permission request was decided. No parser
+	// emits it; core does, for streams (the HTTP API) to show the outcome.
+	PermissionDecision Type = "permission_decision"
 )
 
 // Reason says why a run ended with an Error event. Code branches on it,
@@ -79,6 +81,8 @@ func (r Reason) String() string {
 //	done:        SessionID, DurationMS?, CostUSD?, NumTurns?, InputTokens?, OutputTokens?
 //	error:       Message, Reason?
 //	file:        Name, Size, Path (not in JSON), URL?
+//	permission_request:  ID, Name (the tool), Args, Suggestions?, Questions?
+//	permission_decision: ID, Decision ("allow", "allow_session", "deny")
 //
 // Optional numbers are pointers: a zero duration is a value, nil is absent.
 type Event struct {
@@ -106,6 +110,14 @@ type Event struct {
 	Size int64
 	Path string
 	URL  string
+	// Suggestions are the permission updates the CLI proposes with a
+	// permission request (a JSON array, sent back as they are to allow
+	// for the session); nil when it proposes none.
+	Suggestions json.RawMessage
+	// Questions are an AskUserQuestion request's questions and options.
+	Questions []Question
+	// Decision is a permission_decision's outcome.
+	Decision string
 
 	// SessionReset is set on the warning an engine emits when it could not
 	// resume the stored session and started a new one: the caller must
@@ -183,11 +195,28 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		}
 	case PermissionRequest:
 		str("id", e.ID)
-		str("name", e.Name)
-		if len(e.Args) > 0 && json.Valid(e.Args) {
-			b = append(b, `,"args":`...)
+		str("tool", e.Name)
+		b = append(b, `,"args":`...)
+		if len(e.Args) == 0 || !json.Valid(e.Args) {
+			b = append(b, `{}`...)
+		} else {
 			b = append(b, e.Args...)
 		}
+		if len(e.Suggestions) > 0 && json.Valid(e.Suggestions) {
+			b = append(b, `,"suggestions":`...)
+			b = append(b, e.Suggestions...)
+		}
+		if len(e.Questions) > 0 {
+			q, err := json.Marshal(e.Questions)
+			if err != nil {
+				return nil, err
+			}
+			b = append(b, `,"questions":`...)
+			b = append(b, q...)
+		}
+	case PermissionDecision:
+		str("id", e.ID)
+		str("decision", e.Decision)
 	}
 	return append(b, '}'), nil
 }

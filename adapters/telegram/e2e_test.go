@@ -62,7 +62,7 @@ func (st *stack) stop() { st.bot.Stop() }
 
 func (st *stack) invocations() []enginetest.Invocation { return enginetest.ReadLog(st.t, st.log) }
 
-func prompt(inv enginetest.Invocation) string { p, _ := inv.Flag("-p"); return p }
+func prompt(inv enginetest.Invocation) string { return inv.Prompt }
 
 // waitText waits until the bot's messages in chat include one whose
 // visible text contains want, and returns it.

@@ -19,6 +19,15 @@ import (
 //	agent       an Agent (subagent) tool use; the subagent's own model call
 //	            answers text, so the tool result is an array of text blocks
 //	overloaded  every model call fails with 529 overloaded_error
+//	ask         tools that need permission, one per step: Write AskFile
+//	            ("one"), Edit it to "two", Bash `touch AskBashFile`; then a
+//	            text answer "Results: " + each result (errors marked
+//	            "error: ") joined by " | "
+//	question    an AskUserQuestion (QuestionText, options Red and Blue);
+//	            then "You picked: " + the tool result
+//	plan        an ExitPlanMode proposing PlanText; approved (a result that
+//	            is not an error), a Write of PlanFile and then PlanDone;
+//	            refused, the text KeepPlanning
 const (
 	ScenarioText       = "text"
 	ScenarioThinking   = "thinking"
@@ -26,6 +35,20 @@ const (
 	ScenarioTools      = "tools"
 	ScenarioAgent      = "agent"
 	ScenarioOverloaded = "overloaded"
+	ScenarioAsk        = "ask"
+	ScenarioQuestion   = "question"
+	ScenarioPlan       = "plan"
+)
+
+// What the approval scenarios use and answer.
+const (
+	AskFile      = "asked.txt"
+	AskBashFile  = "made-by-bash.txt"
+	QuestionText = "Which color should the button be?"
+	PlanText     = "1. Write plan.txt\n2. Say done"
+	PlanFile     = "plan.txt"
+	PlanDone     = "The plan is done."
+	KeepPlanning = "Keeping to the plan mode, then."
 )
 
 // Answers the built-in scenarios give, for tests to compare with.
@@ -94,6 +117,58 @@ var builtin = map[string]Responder{
 		return Text(AgentAnswer)
 	},
 	ScenarioOverloaded: func(*Request) Reply { return Overloaded() },
+	ScenarioAsk: func(r *Request) Reply {
+		file := filepath.Join(r.Workdir(), AskFile)
+		switch r.Step() {
+		case 0:
+			return Reply{Blocks: []Block{ToolUse("toolu_ask_write", "Write", map[string]string{"file_path": file, "content": "one\n"})}}
+		case 1:
+			return Reply{Blocks: []Block{ToolUse("toolu_ask_edit", "Edit", map[string]any{
+				"file_path": file, "old_string": "one", "new_string": "two", "replace_all": false})}}
+		case 2:
+			return Reply{Blocks: []Block{ToolUse("toolu_ask_bash", "Bash", map[string]string{
+				"command": "touch " + AskBashFile, "description": "Make a file"})}}
+		default:
+			return Text("Results: " + strings.Join(askResults(r), " | "))
+		}
+	},
+	ScenarioQuestion: func(r *Request) Reply {
+		if r.Step() == 0 {
+			return Reply{Blocks: []Block{ToolUse("toolu_question", "AskUserQuestion", map[string]any{
+				"questions": []any{map[string]any{"question": QuestionText, "header": "Color", "multiSelect": false,
+					"options": []any{map[string]string{"label": "Red", "description": "warm"},
+						map[string]string{"label": "Blue", "description": "cold"}}}}})}}
+		}
+		return Text("You picked: " + strings.Join(askResults(r), " | "))
+	},
+	ScenarioPlan: func(r *Request) Reply {
+		switch r.Step() {
+		case 0:
+			return Reply{Blocks: []Block{ToolUse("toolu_plan", "ExitPlanMode", map[string]string{"plan": PlanText})}}
+		case 1:
+			if res := r.ToolResults(); len(res) == 0 || res[0].IsError {
+				return Text(KeepPlanning)
+			}
+			return Reply{Blocks: []Block{ToolUse("toolu_plan_write", "Write", map[string]string{
+				"file_path": filepath.Join(r.Workdir(), PlanFile), "content": "planned\n"})}}
+		default:
+			return Text(PlanDone)
+		}
+	},
+}
+
+// askResults lists the tool results of the request's last user message,
+// an error's prefixed "error: ".
+func askResults(r *Request) []string {
+	var out []string
+	for _, res := range r.ToolResults() {
+		text := strings.TrimSpace(res.ResultText())
+		if res.IsError {
+			text = "error: " + text
+		}
+		out = append(out, text)
+	}
+	return out
 }
 
 // subagentMarker tells the subagent's model calls from the main agent's.

@@ -54,6 +54,7 @@
 //	!stamp              answer "stamp:<unix nanoseconds>", the time the line is written
 //	!write PATH TEXT    write TEXT to the file PATH (relative to the working directory)
 //	!tool NAME {JSON}   a tool use with these args, then its result "fake output of NAME"
+//	!ask NAME {JSON}    a tool use that needs permission (see Approvals)
 //	!garbage            print non-JSON, broken JSON, ANSI, binary and unknown-type lines
 //	!stderr TEXT        print TEXT on stderr
 //	!error MSG          end with an is_error result whose text is MSG, exit 1
@@ -67,10 +68,27 @@
 //	!hang setsid        the same, but the child runs in a session of its own
 //	                    (as Claude Code's tool commands do), outside the group
 //
+// # Approvals
+//
+// With --input-format stream-json (as golem runs Claude Code) the fake
+// reads the prompt from the first stdin line, a stream-json user message,
+// and after its result line waits for stdin to close before it exits, as
+// the real CLI does. `!ask NAME {JSON}` with --permission-prompt-tool
+// stdio prints the tool use and a control_request line (request_id
+// "req-NNN", subtype can_use_tool, the input, and one suggestion: setMode
+// acceptEdits for the session), then waits for the control_response on
+// stdin: allowed, the result is "fake output of NAME" (with
+// "; answers: {...}" when updatedInput carries answers); denied, an error
+// result "denied: MESSAGE"; stdin closed, an error result "Tool permission
+// stream closed before response received". It runs without asking with
+// --dangerously-skip-permissions, for Write and Edit with
+// --permission-mode acceptEdits, and after an allow that carried
+// updatedPermissions.
+//
 // # Log
 //
 // When env FAKE_AGENT_LOG names a file, each invocation appends one JSON line
-// to it (see Invocation): argv, cwd, the variables ANTHROPIC_API_KEY,
+// to it (see Invocation): argv, the prompt, cwd, the variables ANTHROPIC_API_KEY,
 // CURSOR_API_KEY, CLAUDECODE and GOLEM_TEST_* when set, pid, session id and
 // the !hang child's pid. ReadLog reads the file.
 package enginetest
@@ -174,6 +192,9 @@ type Invocation struct {
 	PID       int               `json:"pid"`
 	SessionID string            `json:"session_id"`
 	ChildPID  int               `json:"child_pid"` // the !hang child; 0 without one
+	// Prompt is the prompt the fake got: its argument, or the user
+	// message read from stdin with --input-format stream-json.
+	Prompt string `json:"prompt"`
 }
 
 // Has reports whether flag (e.g. "--verbose") appears in the arguments.

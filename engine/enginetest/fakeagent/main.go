@@ -25,6 +25,7 @@ type opts struct {
 	streamPartial, force, trust, mcps  bool   // Cursor
 	format, resume, model, apiKey      string // both (apiKey: Cursor)
 	sandbox, inputFormat, permTool     string
+	permMode                           string
 	prompt                             string
 	hasPrompt                          bool
 }
@@ -43,6 +44,12 @@ func main() {
 	}
 	if !cursor && !o.verbose {
 		fail(1, "Error: When using --print, --output-format=stream-json requires --verbose")
+	}
+	if o.inputFormat == "stream-json" {
+		if o.hasPrompt {
+			fail(1, "Error: --input-format=stream-json takes the prompt on stdin, not as an argument")
+		}
+		o.prompt, o.hasPrompt = readPrompt(), true
 	}
 	script, err := parseScript(o.prompt)
 	if err != nil {
@@ -68,7 +75,7 @@ func main() {
 		}
 		childPID = child.Process.Pid
 	}
-	logInvocation(a.session, childPID)
+	logInvocation(a.session, childPID, o.prompt)
 
 	if strings.HasPrefix(o.resume, "unknown") {
 		a.failResume()
@@ -95,6 +102,7 @@ func parseFlags(args []string, cursor bool) (opts, error) {
 		values["-r"] = &o.resume
 		values["--input-format"] = &o.inputFormat
 		values["--permission-prompt-tool"] = &o.permTool
+		values["--permission-mode"] = &o.permMode
 		values["--max-turns"] = new(string)
 		values["--append-system-prompt"] = new(string)
 		values["--add-dir"] = new(string)
@@ -157,7 +165,7 @@ type script struct {
 
 var known = map[string]bool{
 	"sleep": true, "text": true, "tool": true, "hang": true, "crash": true, "garbage": true,
-	"huge": true, "error": true, "fence": true, "delta-rate": true, "stamp": true, "write": true,
+	"huge": true, "error": true, "fence": true, "delta-rate": true, "stamp": true, "write": true, "ask": true,
 	"sleep-until": true, "no-result": true, "exit": true, "no-newline": true, "stderr": true, "ignore-term": true,
 }
 
@@ -197,6 +205,9 @@ type agent struct {
 	exitCode int
 	newline  bool // end the result line with '\n'
 	seq      int
+	// sessionAllowed: an answer carried updatedPermissions, so later
+	// requests of this run are not asked.
+	sessionAllowed bool
 }
 
 func (a *agent) run(s script) {
@@ -234,6 +245,8 @@ func (a *agent) run(s script) {
 			}
 		case "tool":
 			a.tool(d.arg)
+		case "ask":
+			a.ask(d.arg)
 		case "garbage":
 			a.garbage()
 		case "stderr":
@@ -262,6 +275,15 @@ func (a *agent) run(s script) {
 		}
 	}
 	a.result("", nil)
+	if a.o.inputFormat == "stream-json" && a.newline {
+		// The real CLI waits for more input until stdin closes (a last
+		// line without newline is read only at EOF: that run just exits).
+		for {
+			if _, err := readLine(); err != nil {
+				break
+			}
+		}
+	}
 	os.Exit(a.exitCode)
 }
 
@@ -461,7 +483,7 @@ func (a *agent) nextID(prefix string) string {
 }
 
 // logInvocation appends one JSON line about this invocation to $FAKE_AGENT_LOG.
-func logInvocation(session string, childPID int) {
+func logInvocation(session string, childPID int, prompt string) {
 	path := os.Getenv("FAKE_AGENT_LOG")
 	if path == "" {
 		return
@@ -475,7 +497,7 @@ func logInvocation(session string, childPID int) {
 	}
 	cwd, _ := os.Getwd()
 	line, _ := json.Marshal(obj{"argv": os.Args, "cwd": cwd, "env": env, "pid": os.Getpid(),
-		"session_id": session, "child_pid": childPID})
+		"session_id": session, "child_pid": childPID, "prompt": prompt})
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		fail(1, "fake agent: open log: "+err.Error())
