@@ -336,18 +336,7 @@ func (a *Adapter) channelSend(ctx context.Context, channel, replyTo, content str
 		data.Reference = &discordgo.MessageReference{MessageID: replyTo, ChannelID: channel, FailIfNotExists: &no}
 	}
 	uri := discordgo.EndpointChannelMessages(channel)
-	var msg discordgo.Message
-	err := a.request(ctx, channel, retry.Call{Method: "post message", Idempotent: true}, func(opts ...discordgo.RequestOption) error {
-		body, err := a.session.RequestWithBucketID(http.MethodPost, uri, data, uri, opts...)
-		if err != nil {
-			return err
-		}
-		return discordgo.Unmarshal(body, &msg)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &msg, nil
+	return a.messageRequest(ctx, channel, retry.Call{Method: "post message", Idempotent: true}, http.MethodPost, uri, uri, data)
 }
 
 // messageCreate is discordgo's MessageSend with the nonce fields it lacks.
@@ -403,8 +392,13 @@ func (a *Adapter) followUp(ctx context.Context, st *interaction, content string,
 // no nonce, so one that may have landed is not repeated (the retry package
 // logs it, and the error wraps retry.ErrMayHaveLanded).
 func (a *Adapter) webhook(ctx context.Context, channel, what, method, uri, bucket string, data any) (*discordgo.Message, error) {
+	return a.messageRequest(ctx, channel, retry.Call{Method: what, Idempotent: method != http.MethodPost}, method, uri, bucket, data)
+}
+
+// messageRequest sends data as JSON to uri in the rate-limit bucket given
+// and returns the message Discord answers with.
+func (a *Adapter) messageRequest(ctx context.Context, channel string, c retry.Call, method, uri, bucket string, data any) (*discordgo.Message, error) {
 	var msg discordgo.Message
-	c := retry.Call{Method: what, Idempotent: method != http.MethodPost}
 	err := a.request(ctx, channel, c, func(opts ...discordgo.RequestOption) error {
 		body, err := a.session.RequestWithBucketID(method, uri, data, bucket, opts...)
 		if err != nil {
