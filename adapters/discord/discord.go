@@ -50,6 +50,9 @@ type Options struct {
 	// resumed; default 2 minutes (Discord acknowledges a heartbeat about
 	// every 41 s).
 	GatewayTimeout time.Duration
+	// MaxUpload is the largest file Upload takes, in bytes; default and at
+	// most MaxUpload (what a server without boosts takes).
+	MaxUpload int64
 }
 
 // Adapter is the Discord platform adapter. Create it with New.
@@ -80,6 +83,7 @@ var (
 	_ core.Adapter        = (*Adapter)(nil)
 	_ core.Typist         = (*Adapter)(nil)
 	_ core.PrivateReplier = (*Adapter)(nil)
+	_ core.Uploader       = (*Adapter)(nil)
 )
 
 // Intents are the gateway intents the bot asks for. Message content is a
@@ -105,6 +109,9 @@ func New(opts Options) (*Adapter, error) {
 	}
 	if opts.ChannelWindow <= 0 {
 		opts.ChannelWindow = 5 * time.Second
+	}
+	if opts.MaxUpload <= 0 || opts.MaxUpload > MaxUpload {
+		opts.MaxUpload = MaxUpload
 	}
 	if opts.TokenLife <= 0 {
 		opts.TokenLife = 15 * time.Minute
@@ -197,6 +204,7 @@ func (a *Adapter) Limits() core.Limits {
 		MaxLen:          MaxLen,
 		MinEditInterval: time.Second,
 		MinPostInterval: 2 * time.Second,
+		MaxUpload:       a.opts.MaxUpload,
 	}
 }
 

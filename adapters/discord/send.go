@@ -193,21 +193,8 @@ func (a *Adapter) Edit(ctx context.Context, ref core.MessageRef, text string) er
 // where no thread can be started, it replies to the answer.
 func (a *Adapter) SendActivity(ctx context.Context, answer core.MessageRef, text string) error {
 	content := a.render(text)
-	a.mu.Lock()
-	flat := a.flat[answer.Channel]
-	thread := a.threads[answer.ID]
-	a.mu.Unlock()
-	if !flat && thread == "" {
-		var err error
-		if thread, err = a.startThread(ctx, answer); err != nil {
-			a.log.Warn("start activity thread; replying in the channel", "err", err)
-		}
-	}
-	if thread == "" {
-		_, err := a.channelSend(ctx, answer.Channel, answer.ID, content)
-		return err
-	}
-	_, err := a.channelSend(ctx, thread, "", content)
+	channel, replyTo := a.activityPlace(ctx, answer)
+	_, err := a.channelSend(ctx, channel, replyTo, content)
 	return err
 }
 

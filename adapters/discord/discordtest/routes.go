@@ -257,7 +257,17 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) {
 	if ref, ok := body["message_reference"].(map[string]any); ok {
 		replyTo, _ = ref["message_id"].(string)
 	}
+	files := s.calls[len(s.calls)-1].Files
+	if content == "" && len(files) == 0 {
+		s.fail(w, apiError{http.StatusBadRequest, 50006, "Cannot send an empty message"})
+		return
+	}
+	if !filesOK(w, files) {
+		s.setStatus(http.StatusRequestEntityTooLarge)
+		return
+	}
 	m := s.addMessage(c, content, replyTo)
+	m.Files = files
 	if enforce && nonce != "" {
 		s.nonces[key] = m.ID
 	}

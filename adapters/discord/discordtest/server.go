@@ -66,6 +66,9 @@ type Call struct {
 	AllowedMentions map[string]any
 	Status          int
 	At              time.Time
+	// Files are the files of a multipart request (whose JSON is its
+	// payload_json part, in Body).
+	Files []File
 }
 
 // Message is a message the bot (or a user) posted, as the fake holds it.
@@ -87,6 +90,7 @@ type Message struct {
 	History     []string // every content it had, oldest first
 	Deleted     bool
 	At          time.Time
+	Files       []File // attachments the bot uploaded with it
 }
 
 // Interaction is an interaction the fake dispatched.
@@ -467,10 +471,13 @@ func writeError(w http.ResponseWriter, e apiError) {
 // record parses r's JSON body and appends the call. Call with s.mu held.
 func (s *Server) record(r *http.Request, status int) map[string]any {
 	var body map[string]any
-	if r.Body != nil {
+	var files []File
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/") {
+		body, files = readMultipart(r)
+	} else if r.Body != nil {
 		_ = json.NewDecoder(r.Body).Decode(&body)
 	}
-	c := Call{Method: r.Method, Path: strings.TrimPrefix(r.URL.Path, "/api/v9"), Body: body, Status: status, At: time.Now()}
+	c := Call{Method: r.Method, Path: strings.TrimPrefix(r.URL.Path, "/api/v9"), Body: body, Status: status, At: time.Now(), Files: files}
 	if am, ok := body["allowed_mentions"].(map[string]any); ok {
 		c.AllowedMentions = am
 	} else if d, ok := body["data"].(map[string]any); ok {
