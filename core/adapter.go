@@ -56,6 +56,9 @@ type Message struct {
 	// and the terminal chat render events themselves this way. Called from
 	// one goroutine at a time; it must not block for long.
 	Sink func(parser.Event)
+
+	// arrived is when Handle queued the message, for the turn's metrics.
+	arrived time.Time
 }
 
 // Ref is the message's own reference.

@@ -115,8 +115,10 @@ func (d *Dispatcher) stop(key Key) string {
 	c.running.stop()
 	d.mu.Unlock()
 	for _, m := range dropped {
+		end := parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped}
+		d.measure(m, d.engineFor(m), end, nil, time.Time{})
 		if m.Sink != nil {
-			m.Sink(parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped})
+			m.Sink(end)
 		}
 	}
 	if len(dropped) > 0 {

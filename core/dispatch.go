@@ -56,6 +56,8 @@ type Options struct {
 	// negative means none may wait.
 	QueueDepth int
 	Logger     *slog.Logger
+	// Meter is told how turns end, for metrics; nil counts nothing.
+	Meter Meter
 }
 
 // Dispatcher routes incoming messages to conversations: it deduplicates
@@ -66,6 +68,7 @@ type Options struct {
 type Dispatcher struct {
 	opts  Options
 	log   *slog.Logger
+	meter Meter
 	slots chan struct{} // global turn limit
 
 	// life bounds platform calls and turns; cancelled when Close gives up.
@@ -138,8 +141,12 @@ func NewDispatcher(opts Options) (*Dispatcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("core: read interrupted turns: %w", err)
 	}
+	if opts.Meter == nil {
+		opts.Meter = noMeter{}
+	}
 	life, stop := context.WithCancel(context.Background())
 	return &Dispatcher{
+		meter:       opts.Meter,
 		answers:     relay.New(func(_ string, send func()) { send() }),
 		opts:        opts,
 		log:         opts.Logger,
@@ -259,6 +266,7 @@ func (d *Dispatcher) Handle(_ context.Context, m Message) {
 		d.answer(m, fmt.Sprintf("⏳ I'm still working on this conversation and %d messages are waiting. Wait for the answer, or send /stop.", n), true)
 		return
 	}
+	m.arrived = time.Now()
 	c.queue = append(c.queue, m)
 	if !busy {
 		d.workers.Add(1)
@@ -292,7 +300,9 @@ func (d *Dispatcher) work(c *conversation) {
 			<-d.slots
 		case <-ctx.Done(): // stopped while waiting for a slot
 			// Waited for, so that it comes before the next turn's answer.
-			<-d.finishUnstarted(m, parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped})
+			end := parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped}
+			d.measure(m, d.engineFor(m), end, nil, time.Time{})
+			<-d.finishUnstarted(m, end)
 		}
 		stop()
 	}
@@ -328,8 +338,10 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 	}
 	d.mu.Unlock()
 	for _, m := range dropped { // queued, not waited for: Close's wait below covers them
-		d.finishUnstarted(m, parser.Event{Type: parser.Error, Reason: parser.Interrupted,
-			Message: "golem is shutting down; this message was not run. Send it again later."})
+		end := parser.Event{Type: parser.Error, Reason: parser.Interrupted,
+			Message: "golem is shutting down; this message was not run. Send it again later."}
+		d.measure(m, d.engineFor(m), end, nil, time.Time{})
+		d.finishUnstarted(m, end)
 	}
 
 	idle := make(chan struct{})

@@ -56,8 +56,10 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	ws, err := d.opts.Workdirs.Open(ctx, set.workdir, key)
 	if err != nil {
 		log.Error("open working directory", "workdir", set.workdir, "err", err)
-		out.finish(parser.Event{Type: parser.Error, Reason: parser.Failed,
-			Message: "golem could not prepare this conversation's working directory: " + err.Error()}, d.opts.Timeout, handback{})
+		end := parser.Event{Type: parser.Error, Reason: parser.Failed,
+			Message: "golem could not prepare this conversation's working directory: " + err.Error()}
+		d.measure(m, set.engine, end, nil, time.Time{})
+		out.finish(end, d.opts.Timeout, handback{})
 		return
 	}
 
@@ -80,6 +82,8 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 		OnStart: out.started,
 		Mode:    engine.ModeBypass, // today's behaviour until core answers permission requests
 	})
+	startErr := err
+	var firstText time.Time
 	if err != nil {
 		terminal = parser.Event{Type: parser.Error, Message: err.Error(), Reason: parser.Failed}
 	} else {
@@ -106,6 +110,9 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 					log.Error("save session", "err", err)
 				}
 			}
+			if ev.Type == parser.Text && firstText.IsZero() {
+				firstText = time.Now()
+			}
 			if ev.Terminal() {
 				terminal = ev
 			} else {
@@ -115,6 +122,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	}
 	back := handback{dir: box.dir}
 	back.files, back.more = box.left()
+	d.measure(m, set.engine, terminal, startErr, firstText) // before the answer ends: a reader of it sees the turn counted
 	out.finish(terminal, d.opts.Timeout, back)
 	log.Info("turn ended", "engine", set.engine, "outcome", outcome(terminal), "duration_ms", time.Since(start).Milliseconds())
 }

@@ -20,7 +20,7 @@ import (
 // honoured, 5xx and network errors retried with backoff, an attempt bounded
 // to 30 s.
 func newPolicy(log *slog.Logger) retry.Policy {
-	return retry.Policy{Log: log, Classify: verdict, AttemptTimeout: 30 * time.Second,
+	return retry.Policy{Platform: "discord", Log: log, Classify: verdict, AttemptTimeout: 30 * time.Second,
 		MaxFailures: 5, FirstBackoff: 250 * time.Millisecond, MaxBackoff: 8 * time.Second}
 }
 

@@ -9,6 +9,8 @@
 //	GET  /v1/files/ID → the bytes of a file a "file" event offered (kept
 //	               FileTTL)
 //	GET  /healthz  → 200 "ok"
+//	GET  /metrics  → Prometheus's text format, when Options.Metrics is set;
+//	               guarded like /v1
 //	GET  /         → the web chat page
 //
 // The agent runs with full permissions on the host, so the API is guarded:
@@ -68,6 +70,9 @@ type Options struct {
 	// open streams to end before closing them; default 10s.
 	ShutdownGrace time.Duration
 	Logger        *slog.Logger
+	// Metrics, when set, is served at GET /metrics behind the same guard
+	// as the API (the token, or a loopback host without one).
+	Metrics http.Handler
 }
 
 // Server is the HTTP adapter: a core.Source with platform "http". It is
@@ -186,6 +191,9 @@ func (s *Server) routes(base context.Context, h core.Handler) http.Handler {
 
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", s.guard(api))
+	if s.opts.Metrics != nil {
+		mux.Handle("GET /metrics", s.guard(s.opts.Metrics))
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok"))

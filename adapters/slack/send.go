@@ -254,7 +254,7 @@ const maxFailures = 5
 // to 30 s. Slack's ok:false answers are final but for its few transient
 // error codes.
 func newPolicy(log *slog.Logger) retry.Policy {
-	return retry.Policy{Log: log, Classify: verdict, AttemptTimeout: 30 * time.Second,
+	return retry.Policy{Platform: "slack", Log: log, Classify: verdict, AttemptTimeout: 30 * time.Second,
 		MaxFailures: maxFailures, FirstBackoff: 250 * time.Millisecond, MaxBackoff: 8 * time.Second}
 }
 

@@ -112,7 +112,7 @@ const (
 // retried with backoff (up to 6 failures); other API errors (400, 401, 403)
 // are final.
 func newPolicy(log *slog.Logger, attempt time.Duration) retry.Policy {
-	return retry.Policy{Log: log, Classify: verdict, AttemptTimeout: attempt,
+	return retry.Policy{Platform: "telegram", Log: log, Classify: verdict, AttemptTimeout: attempt,
 		MaxAttempts: 26, MaxFailures: 6, FirstBackoff: firstBackoff, MaxBackoff: maxBackoff}
 }
 

@@ -14,6 +14,8 @@ import (
 	"github.com/golem-chat/golem/config"
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/engine"
+	"github.com/golem-chat/golem/internal/retry"
+	"github.com/golem-chat/golem/metrics"
 	"github.com/golem-chat/golem/store"
 	"github.com/golem-chat/golem/worktree"
 )
@@ -30,6 +32,7 @@ type app struct {
 	d         *core.Dispatcher
 	workspace string
 	workdirs  *worktree.Workspaces
+	metrics   *metrics.Registry // served at GET /metrics by the HTTP API
 }
 
 // configFlag adds --config to fs; the default ./bot.yaml may be missing
@@ -96,6 +99,7 @@ func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
+	meter := metrics.New()
 	queueDepth := cfg.QueueDepth
 	if queueDepth == 0 {
 		queueDepth = -1 // queue_depth: 0 means none may wait; core's 0 is its default
@@ -118,17 +122,20 @@ func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 		MaxConcurrent: cfg.MaxConcurrent,
 		QueueDepth:    queueDepth,
 		Logger:        log,
+		Meter:         meter,
 	})
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
+	meter.Watch(d)
+	retry.Observe(meter) // every platform call of this process
 	for _, a := range cfg.Access.Allow {
 		if a == "*" {
 			log.Warn(`access.allow has "*": ANYONE who can message the bot runs commands on this machine`)
 		}
 	}
-	return &app{cfg: cfg, log: log, store: st, d: d, workspace: workspace, workdirs: workdirs}, nil
+	return &app{cfg: cfg, log: log, store: st, d: d, workspace: workspace, workdirs: workdirs, metrics: meter}, nil
 }
 
 // newWorkdirs makes the conversations' working directories as isolation

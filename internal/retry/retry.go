@@ -105,6 +105,8 @@ var ErrAttemptTimeout = errors.New("attempt timed out")
 // Policy is an adapter's retry policy; its zero fields take the defaults
 // noted. A Policy is read only and safe for concurrent use.
 type Policy struct {
+	// Platform names the platform ("slack") to the Observer.
+	Platform string
 	// Log receives one line per retry; it carries the platform.
 	Log *slog.Logger
 	// Classify reads a failed attempt's error. It is not called when the
@@ -209,6 +211,8 @@ func (p *Policy) Do(ctx context.Context, c Call, attempt func(ctx context.Contex
 		if after != nil {
 			after()
 		}
+		obs := observing()
+		obs.Called(q.Platform, c.Method)
 		if err == nil {
 			return nil
 		}
@@ -227,6 +231,7 @@ func (p *Policy) Do(ctx context.Context, c Call, attempt func(ctx context.Contex
 		case Final:
 			return fmt.Errorf("%s: %w", c.Method, err)
 		case RateLimited:
+			obs.RateLimited(q.Platform, c.Method)
 			wait = v.Wait
 			if wait <= 0 {
 				wait = q.FirstBackoff
