@@ -50,10 +50,10 @@ type Options struct {
 	// MaxUpload is the largest file Upload takes, in bytes; default and at
 	// most MaxUpload (Slack's 1 GB).
 	MaxUpload int64
-	// HTTPClient is used for every Web API call and download; default a
-	// client that gives up on an answer not begun within 30 s and on any
-	// exchange after 10 minutes (one attempt of a Web API call is bounded
-	// to 30 s besides).
+	// HTTPClient is used for every Web API call and file transfer;
+	// default a client that gives up on an answer not begun within 30 s
+	// of the request. Besides, one attempt of a Web API call is bounded to
+	// 30 s and one of a file transfer to 30 minutes.
 	HTTPClient *http.Client
 }
 
@@ -136,7 +136,7 @@ func New(opts Options) (*Adapter, error) {
 	if opts.HTTPClient == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.ResponseHeaderTimeout = 30 * time.Second
-		opts.HTTPClient = &http.Client{Transport: tr, Timeout: 10 * time.Minute}
+		opts.HTTPClient = &http.Client{Transport: tr}
 	}
 	sopts = append(sopts, slackapi.OptionHTTPClient(opts.HTTPClient))
 	client := slackapi.New(opts.BotToken, sopts...)

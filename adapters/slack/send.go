@@ -258,11 +258,20 @@ func newPolicy(log *slog.Logger) retry.Policy {
 		MaxFailures: maxFailures, FirstBackoff: 250 * time.Millisecond, MaxBackoff: 8 * time.Second}
 }
 
-// do runs an idempotent Web API call (a read, a reaction, a download)
+// do runs an idempotent Web API call (a read, a reaction, a transfer)
 // under the adapter's retry policy, with no rate budget.
 func (a *Adapter) do(ctx context.Context, method string, call func(context.Context) error) error {
-	return a.retry.Do(ctx, retry.Call{Method: method, Idempotent: true}, call)
+	c := retry.Call{Method: method, Idempotent: true}
+	if method == "files.download" || method == "files.upload" {
+		c.AttemptTimeout = transferTimeout
+	}
+	return a.retry.Do(ctx, c, call)
 }
+
+// transferTimeout bounds one attempt to move a file's bytes, which may
+// take much longer than a Web API call's 30 s; a stalled transfer is cut
+// sooner by the HTTP client (Options.HTTPClient) when no answer begins.
+const transferTimeout = 30 * time.Minute
 
 // verdict reads a failed Web API call for the retry policy.
 func verdict(err error) retry.Verdict {

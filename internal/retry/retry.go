@@ -157,6 +157,9 @@ type Call struct {
 	// NoAttemptTimeout lifts Policy.AttemptTimeout for a request that
 	// bounds itself (a long poll).
 	NoAttemptTimeout bool
+	// AttemptTimeout, when above zero, bounds each attempt instead of
+	// Policy.AttemptTimeout: for a transfer of a file's bytes.
+	AttemptTimeout time.Duration
 }
 
 func (p *Policy) defaults() Policy {
@@ -291,8 +294,12 @@ func (p *Policy) Do(ctx context.Context, c Call, attempt func(ctx context.Contex
 // request was written (as far as an HTTP client traced it).
 func (q *Policy) once(ctx context.Context, c Call, attempt func(context.Context) error) (err error, wrote bool) {
 	actx, cancel := ctx, context.CancelFunc(func() {})
+	limit := q.AttemptTimeout
+	if c.AttemptTimeout > 0 {
+		limit = c.AttemptTimeout
+	}
 	if !c.NoAttemptTimeout {
-		actx, cancel = context.WithTimeoutCause(ctx, q.AttemptTimeout, ErrAttemptTimeout)
+		actx, cancel = context.WithTimeoutCause(ctx, limit, ErrAttemptTimeout)
 	}
 	defer cancel()
 	var written atomic.Bool
@@ -305,7 +312,7 @@ func (q *Policy) once(ctx context.Context, c Call, attempt func(context.Context)
 	})
 	err = attempt(actx)
 	if err != nil && ctx.Err() == nil && context.Cause(actx) == ErrAttemptTimeout {
-		err = fmt.Errorf("%w after %v: %w", ErrAttemptTimeout, q.AttemptTimeout, err)
+		err = fmt.Errorf("%w after %v: %w", ErrAttemptTimeout, limit, err)
 	}
 	return err, written.Load()
 }

@@ -244,6 +244,14 @@ func TestStalledAttemptIsRetried(t *testing.T) {
 	if s.count() != 2 {
 		t.Errorf("%d requests, want 2", s.count())
 	}
+
+	// A call's own bound takes the policy's place.
+	s = newServer(t, -1)
+	p.AttemptTimeout = time.Hour
+	err := p.Do(context.Background(), Call{Method: "download", Idempotent: true, AttemptTimeout: 100 * time.Millisecond}, post(s.URL))
+	if err != nil || s.count() != 2 {
+		t.Errorf("with the call's bound: err %v after %d requests, want 2", err, s.count())
+	}
 }
 
 func TestCancelEndsTheWait(t *testing.T) {
