@@ -167,7 +167,11 @@ func (a *Adapter) deferInteraction(st *interaction) {
 		resp.Data = &discordgo.InteractionResponseData{Flags: discordgo.MessageFlagsEphemeral}
 	}
 	err := a.call(ctx, "", "defer interaction", func(opts ...discordgo.RequestOption) error {
-		return a.session.InteractionRespond(st.in, resp, opts...)
+		err := a.session.InteractionRespond(st.in, resp, opts...)
+		if code, _ := apiCode(err); code == 40060 {
+			return nil // "already acknowledged": a repeat of this deferral, which failed late but landed
+		}
+		return err
 	})
 	st.mu.Lock()
 	st.deferred = err == nil

@@ -230,3 +230,27 @@ func TestNoDoublePost(t *testing.T) {
 		t.Errorf("messages in c2: %q", texts)
 	}
 }
+
+// TestDeferralThatLanded: a deferral answered 500 although Discord took it
+// is repeated, hears "already acknowledged", and counts as deferred: the
+// answer fills the interaction's response rather than a channel message.
+func TestDeferralThatLanded(t *testing.T) {
+	fake := newFake(t, discordtest.Options{})
+	rec := make(recorder, 8)
+	a := startAdapter(t, fake, Options{}, rec)
+	a.retry.FirstBackoff = 10 * time.Millisecond
+	fake.ScriptLanded(prefix("POST", "/interactions/"), 1, http.StatusInternalServerError)
+	id := fake.Command(discordtest.Slash{Channel: "c3", Guild: "g1", User: "u1", Name: "ask",
+		Options: []discordtest.Option{{Name: "prompt", Value: "hi"}}})
+	rec.next(t)
+	if !fake.Wait(wait, func(v discordtest.View) bool { return v.Calls("POST", "/interactions/") == 2 }) {
+		t.Fatal("the deferral was not repeated")
+	}
+	if _, err := a.Send(context.Background(), core.Place{Channel: "c3", ReplyTo: id}, "the answer"); err != nil {
+		t.Fatal(err)
+	}
+	msgs := fake.Messages("c3")
+	if len(msgs) != 1 || !msgs[0].Original || msgs[0].Interaction != id || msgs[0].Content != "the answer" {
+		t.Errorf("messages in c3: %+v, want the answer as the interaction's response", msgs)
+	}
+}
