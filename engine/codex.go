@@ -11,13 +11,14 @@ var codexSpec = Spec{
 	Name:           "codex",
 	DefaultCommand: "codex",
 	InstallHint:    "install Codex with `npm install -g @openai/codex`, or set the engine's command to the path of `codex`",
-	// codex exec has no way to ask: --sandbox read-only | workspace-write |
-	// danger-full-access and approval_policy never are what it honours
-	// headless (untrusted / on-request need the interactive TUI or the
-	// app-server protocol).
-	Capabilities: Capabilities{PermissionModes: []string{"plan", "accept-edits"}},
-	NewParser:    parser.NewCodex,
-	NewSettings:  func() Settings { return &CodexSettings{} },
+	// Only bypass for now (--dangerously-bypass-approvals-and-sandbox). What
+	// codex exec offers: --sandbox read-only (could be plan) and
+	// workspace-write (edits in the workspace, and commands sandboxed
+	// without asking: looser than accept-edits) with approval_policy never;
+	// it cannot ask headless (untrusted / on-request need the TUI or the
+	// app-server protocol), so ask is out of reach of exec.
+	NewParser:   parser.NewCodex,
+	NewSettings: func() Settings { return &CodexSettings{} },
 	Credentials: Credentials{
 		KeyEnv: []string{"OPENAI_API_KEY", "CODEX_API_KEY"},
 		// `codex login` writes auth.json in CODEX_HOME (default ~/.codex).

@@ -10,12 +10,12 @@ var geminiSpec = Spec{
 	Name:           "gemini",
 	DefaultCommand: "gemini",
 	InstallHint:    "install the Gemini CLI with `npm install -g @google/gemini-cli`, or set the engine's command to the path of `gemini`",
-	// --approval-mode auto_edit and plan (read-only) besides yolo; its
-	// "default" mode asks, which headless (-p) it cannot: tools that need an
-	// answer are refused, so "ask" is not honoured.
-	Capabilities: Capabilities{PermissionModes: []string{"accept-edits", "plan"}},
-	NewParser:    parser.NewGemini,
-	NewSettings:  func() Settings { return &GeminiSettings{} },
+	// Only bypass for now (--yolo). What the CLI offers: --approval-mode
+	// plan (read-only: could be plan) and auto_edit (edits run; headless,
+	// what would be asked is refused rather than asked); its default mode
+	// asks, which headless (-p) it cannot, so ask is out of reach.
+	NewParser:   parser.NewGemini,
+	NewSettings: func() Settings { return &GeminiSettings{} },
 	Credentials: Credentials{
 		KeyEnv: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"},
 		// A Google login in the CLI is kept in ~/.gemini/oauth_creds.json.

@@ -42,8 +42,9 @@ type cli struct {
 	// read a command line); keyEnv puts it in the environment.
 	args func(t Turn, prompt string) []string
 	// promptOnStdin: the CLI reads the prompt from stdin when args gets an
-	// empty one. Used for prompts too long for one argument.
-	promptOnStdin bool
+	// empty one. Used for prompts too long for one argument, and for every
+	// prompt with stdinPrompt (a CLI that mangles a prompt argument).
+	promptOnStdin, stdinPrompt bool
 	// interactive: the CLI takes stream-json input (Claude Code's
 	// --input-format stream-json): args always gets an empty prompt, the
 	// prompt goes on stdin as a user message, and stdin stays open for
@@ -213,7 +214,7 @@ func (c *cli) start(ctx context.Context, path string, t Turn, key string) (*proc
 			return nil, fmt.Errorf("engine %s: start: stdin pipe: %w", c.name, err)
 		}
 		stdin = inR
-	case len(pr) > maxArgPrompt:
+	case len(pr) > maxArgPrompt || c.stdinPrompt && c.promptOnStdin:
 		if !c.promptOnStdin {
 			return nil, fmt.Errorf("engine %s: the prompt is %d bytes; this CLI takes at most %d", c.name, len(pr), maxArgPrompt)
 		}
@@ -373,7 +374,8 @@ wait:
 		if s := tail.String(); s != "" {
 			reason += "; stderr: " + s
 		}
-		final, _ = guard.Finish(reason)
+		exitedOK := p.cmd.ProcessState != nil && p.cmd.ProcessState.Success()
+		final, _ = guard.End(exitedOK, reason) // a CLI without a result line ends here
 	}
 	if final.Type == parser.Error {
 		// The message reaches the chat, and a CLI's own error can echo a

@@ -2,7 +2,11 @@ package engine_test
 
 import (
 	"context"
+	"errors"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +19,8 @@ import (
 const sleepCommand = "sleep 300 & echo $! > sleep.pid; wait"
 
 // realStop runs a turn of a real CLI whose model runs sleepCommand in
-// workdir, cancels it once the command's sleep is running, and checks that
+// workdir, cancels it once the command's sleep is running (its pid file is
+// there: OpenCode reports a tool only once it finished), and checks that
 // the run ends with "stopped" and that the sleep, which the CLI started
 // below itself, is gone too.
 func realStop(t *testing.T, e engine.Engine, workdir string) {
@@ -28,16 +33,23 @@ func realStop(t *testing.T, e engine.Engine, workdir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pidFile := filepath.Join(workdir, "sleep.pid")
-	var events []parser.Event
-	pid := 0
-	for ev := range r.Events() {
-		events = append(events, ev)
-		if ev.Type == parser.ToolCall && pid == 0 {
-			pid = realWaitPID(t, ctx, pidFile)
-			t.Cleanup(func() { _ = realKill(pid) })
+	poll, endPoll := context.WithCancel(ctx)
+	pidc := make(chan int, 1)
+	go func() {
+		pid := pollPID(poll, filepath.Join(workdir, "sleep.pid"))
+		if pid > 0 {
 			stopNow()
 		}
+		pidc <- pid
+	}()
+	var events []parser.Event
+	for ev := range r.Events() {
+		events = append(events, ev)
+	}
+	endPoll()
+	pid := <-pidc
+	if pid > 0 {
+		t.Cleanup(func() { _ = realKill(pid) })
 	}
 	if ctx.Err() != nil {
 		t.Fatalf("the stopped run did not end within %s", realRunTimeout)
@@ -54,5 +66,48 @@ func realStop(t *testing.T, e engine.Engine, workdir string) {
 	defer cancelGone()
 	if !realWaitGone(gone, pid) {
 		t.Errorf("the tool command's child (pid %d) survived the stop", pid)
+	}
+}
+
+// pollPID polls for a pid file the agent's command writes; 0 when ctx
+// ends first.
+func pollPID(ctx context.Context, path string) int {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+				return pid
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return 0
+		case <-tick.C:
+		}
+	}
+}
+
+// TestNewEnginesRunOnlyInBypass: Codex, Gemini and OpenCode run with their
+// CLI's full-permission flag, so any other mode is refused before a
+// process starts (the CLIs' own modes are not wired yet; see their Specs).
+func TestNewEnginesRunOnlyInBypass(t *testing.T) {
+	for _, name := range []string{"codex", "gemini", "opencode"} {
+		spec, ok := engine.Find(name)
+		if !ok {
+			t.Fatalf("%s is not in the registry", name)
+		}
+		for _, m := range engine.Modes {
+			if spec.Honours(m) != (m == engine.ModeBypass) {
+				t.Errorf("%s honours %s: %v", name, m, spec.Honours(m))
+			}
+		}
+		e, err := engine.New(name, engine.Config{Command: "/bin/true"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Run(context.Background(), engine.Turn{Prompt: "hi", Workdir: t.TempDir(), Mode: engine.ModePlan}); !errors.Is(err, engine.ErrMode) {
+			t.Errorf("%s ran a plan-mode turn: %v", name, err)
+		}
 	}
 }

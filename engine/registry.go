@@ -18,6 +18,7 @@ var registry = []Spec{
 	cursorSpec,
 	codexSpec,
 	geminiSpec,
+	openCodeSpec,
 }
 
 // Spec describes one engine: what golem needs to know of a CLI before it

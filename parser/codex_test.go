@@ -138,8 +138,13 @@ func checkRecorded(t *testing.T, dir string, newParser func() Parser, want map[s
 			warnings, toolErrors := 0, 0
 			var last Event
 			g := NewGuard(newParser())
-			ReadLines(bytes.NewReader(raw), func(line []byte) {
-				for _, e := range g.Parse(line) {
+			var events []Event
+			ReadLines(bytes.NewReader(raw), func(line []byte) { events = append(events, g.Parse(line)...) })
+			if e, ok := g.End(true, "end of the recorded output"); ok {
+				events = append(events, e)
+			}
+			{
+				for _, e := range events {
 					switch e.Type {
 					case Text:
 						text.WriteString(e.Content)
@@ -154,7 +159,7 @@ func checkRecorded(t *testing.T, dir string, newParser func() Parser, want map[s
 					}
 					last = e
 				}
-			})
+			}
 			if text.String() != w.text || strings.Join(tools, ",") != strings.Join(w.tools, ",") || warnings != w.warnings || toolErrors != w.toolErrors {
 				t.Errorf("text %q tools %v (%d errors) warnings %d; want %q %v (%d) %d", text.String(), tools, toolErrors, warnings, w.text, w.tools, w.toolErrors, w.warnings)
 			}

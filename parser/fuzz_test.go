@@ -67,3 +67,8 @@ func FuzzGemini(f *testing.F) {
 	addFixtures(f, "gemini")
 	f.Fuzz(func(t *testing.T, data []byte) { checkRun(t, NewGemini(), data) })
 }
+
+func FuzzOpenCode(f *testing.F) {
+	addFixtures(f, "opencode")
+	f.Fuzz(func(t *testing.T, data []byte) { checkRun(t, NewOpenCode(), data) })
+}

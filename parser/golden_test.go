@@ -32,7 +32,7 @@ func normalize(t testing.TB, newParser func() Parser, output []byte) []byte {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if e, ok := g.Finish("the output ended before a result line"); ok {
+	if e, ok := g.End(true, "the output ended before a result line"); ok {
 		emit(e)
 	}
 	return out.Bytes()

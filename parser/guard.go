@@ -47,6 +47,30 @@ func (g *Guard) Finish(detail string) (Event, bool) {
 	return g.Abort(Crashed, msg)
 }
 
+// Ender is implemented by the parser of a CLI that prints no result line
+// (OpenCode): once the output has ended, End returns the run's terminal
+// event from what its lines said, given whether the process exited with
+// status 0; ok false leaves the ending to Finish.
+type Ender interface {
+	End(exitedOK bool) (e Event, ok bool)
+}
+
+// End is Finish for a run whose exit is known: when the wrapped parser is
+// an Ender and no terminal event was delivered yet, it decides the
+// terminal event first; otherwise (or when it declines) End is Finish.
+func (g *Guard) End(exitedOK bool, detail string) (Event, bool) {
+	if g.ended {
+		return Event{}, false
+	}
+	if en, ok := g.p.(Ender); ok {
+		if e, ok := en.End(exitedOK); ok && e.Terminal() {
+			g.ended = true
+			return e, true
+		}
+	}
+	return g.Finish(detail)
+}
+
 // Abort ends the run with an error event of reason and message (e.g.
 // Stopped, "stopped") and returns it with true, unless a terminal event was
 // already delivered, in which case it returns false.

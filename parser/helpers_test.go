@@ -7,7 +7,7 @@ import (
 
 // fixtureParsers maps each folder of testdata/ to the parser of the CLI
 // whose output it holds.
-var fixtureParsers = map[string]func() Parser{"claude": NewClaudeCode, "cursor": NewCursor, "codex": NewCodex, "gemini": NewGemini}
+var fixtureParsers = map[string]func() Parser{"claude": NewClaudeCode, "cursor": NewCursor, "codex": NewCodex, "gemini": NewGemini, "opencode": NewOpenCode}
 
 // parseLines feeds lines to p, one Parse call each, and returns the events
 // as JSON lines joined with "\n".

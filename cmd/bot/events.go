@@ -75,7 +75,9 @@ func runEvents(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		reason = readErr.Error()
 		readErr = fmt.Errorf("events: %w", readErr)
 	}
-	if e, ok := g.Finish(reason); ok {
+	// A recorded output that was read to its end counts as from a CLI
+	// that exited cleanly (OpenCode's runs end without a result line).
+	if e, ok := g.End(readErr == nil, reason); ok {
 		emit(e)
 	}
 	if err := out.Flush(); err != nil && writeErr == nil {
