@@ -226,8 +226,8 @@ func (p *Policy) Do(ctx context.Context, c Call, attempt func(ctx context.Contex
 			return fmt.Errorf("%s: %w: %w", c.Method, ctx.Err(), err)
 		}
 		v := q.Classify(err)
-		if errors.Is(err, ErrAttemptTimeout) && v.Kind == Final {
-			v = Failed("timeout")
+		if errors.Is(err, ErrAttemptTimeout) {
+			v = Failed("timeout") // however the client reported it
 		}
 		var wait time.Duration
 		switch v.Kind {
@@ -311,7 +311,7 @@ func (q *Policy) once(ctx context.Context, c Call, attempt func(context.Context)
 		},
 	})
 	err = attempt(actx)
-	if err != nil && ctx.Err() == nil && context.Cause(actx) == ErrAttemptTimeout {
+	if err != nil && ctx.Err() == nil && context.Cause(actx) == ErrAttemptTimeout && !errors.Is(err, ErrAttemptTimeout) {
 		err = fmt.Errorf("%w after %v: %w", ErrAttemptTimeout, limit, err)
 	}
 	return err, written.Load()

@@ -236,13 +236,17 @@ func TestUnsentIsRepeated(t *testing.T) {
 
 func TestStalledAttemptIsRetried(t *testing.T) {
 	s := newServer(t, -1)
-	p := policy(nil)
+	var log bytes.Buffer
+	p := policy(slog.New(slog.NewJSONHandler(&log, nil)))
 	p.AttemptTimeout = 100 * time.Millisecond
 	if err := p.Do(context.Background(), Call{Method: "edit", Idempotent: true}, post(s.URL)); err != nil {
 		t.Fatal(err)
 	}
 	if s.count() != 2 {
 		t.Errorf("%d requests, want 2", s.count())
+	}
+	if !strings.Contains(log.String(), `"reason":"timeout"`) {
+		t.Errorf("a stalled attempt logged %s", log.String())
 	}
 
 	// A call's own bound takes the policy's place.
