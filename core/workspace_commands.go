@@ -96,7 +96,7 @@ func (d *Dispatcher) diff(ctx context.Context, m Message, w worktree.Workspace) 
 		return workAnswer{text: text}
 	}
 	if limit := p.Limits().MaxUpload; !isUploader(p) || limit > 0 && int64(len(c.Patch)) >= limit {
-		return workAnswer{text: head + "\nThe diff is too long to show here. In the worktree, `git diff " + short(w.Base) + "` shows it (`/branch` says where)."}
+		return workAnswer{text: head + "\nThe diff is too long to show here. In the worktree (`/branch` says where), `git diff " + short(w.Base) + "` shows it and `git status` the new files."}
 	}
 	f, err := os.CreateTemp("", "golem-diff-*")
 	if err == nil {

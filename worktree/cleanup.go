@@ -29,8 +29,28 @@ type Kept struct {
 // merged; a pushed one stays. Worktrees with work that would be lost are
 // kept and listed in the result (and by Kept until the next Cleanup).
 // Cleanup never forces git: a `git worktree remove` that finds the tree
-// changed meanwhile fails, and the worktree stays.
+// changed meanwhile fails, and the worktree stays. A conversation whose
+// worktree is removed gets a new one (on its branch, if it was kept) with
+// its next message.
 func (ws *Workspaces) Cleanup(ctx context.Context, now time.Time) (removed []Workspace, kept []Kept, err error) {
+	removed, kept, err = ws.sweep(ctx, now, true)
+	ws.mu.Lock()
+	ws.kept = kept
+	ws.mu.Unlock()
+	return removed, kept, err
+}
+
+// Survey is Cleanup without removing anything: the idle worktrees it
+// would keep for their work, for `bot doctor`. It writes nothing (git runs
+// with --no-optional-locks).
+func (ws *Workspaces) Survey(ctx context.Context, now time.Time) ([]Kept, error) {
+	_, kept, err := ws.sweep(ctx, now, false)
+	return kept, err
+}
+
+// sweep looks at every idle worktree and, with remove, removes the ones
+// that hold nothing to lose.
+func (ws *Workspaces) sweep(ctx context.Context, now time.Time, remove bool) (removed []Workspace, kept []Kept, err error) {
 	if ws.opts.Isolation != Worktree {
 		return nil, nil, nil
 	}
@@ -51,7 +71,9 @@ func (ws *Workspaces) Cleanup(ctx context.Context, now time.Time) (removed []Wor
 		w := Workspace{Dir: filepath.Join(tree, r.prefix), Repo: m.Repo, Tree: tree, Branch: m.Branch, Base: m.Base}
 		fi, err := os.Stat(tree)
 		if errors.Is(err, os.ErrNotExist) { // removed by hand
-			_ = os.Remove(path)
+			if remove {
+				_ = os.Remove(path)
+			}
 			continue
 		}
 		if err != nil {
@@ -64,7 +86,7 @@ func (ws *Workspaces) Cleanup(ctx context.Context, now time.Time) (removed []Wor
 		}
 		r.create.Lock()
 		reason, merged, err := ws.removable(ctx, r, w)
-		if err == nil && reason == "" {
+		if remove && err == nil && reason == "" {
 			err = ws.remove(ctx, r, w, merged, path)
 		}
 		r.create.Unlock()
@@ -73,14 +95,11 @@ func (ws *Workspaces) Cleanup(ctx context.Context, now time.Time) (removed []Wor
 			errs = append(errs, err)
 		case reason != "":
 			kept = append(kept, Kept{Workspace: w, Conversation: m.Conversation, Idle: idle, Reason: reason})
-		default:
+		case remove:
 			removed = append(removed, w)
 			ws.log.Info("idle worktree removed", "worktree", tree, "branch", m.Branch, "branch_deleted", merged)
 		}
 	}
-	ws.mu.Lock()
-	ws.kept = kept
-	ws.mu.Unlock()
 	return removed, kept, errors.Join(errs...)
 }
 
@@ -95,7 +114,7 @@ func (ws *Workspaces) Kept() []Kept {
 // branch is merged into the base.
 func (ws *Workspaces) removable(ctx context.Context, r *repo, w Workspace) (reason string, merged bool, err error) {
 	t := ws.opts.GitTimeout
-	status, err := git(ctx, t, w.Tree, "status", "--porcelain", "--untracked-files=all")
+	status, err := git(ctx, t, w.Tree, "--no-optional-locks", "status", "--porcelain", "--untracked-files=all")
 	if err != nil {
 		return "", false, fmt.Errorf("worktree: cleanup %s: %w", w.Tree, err)
 	}

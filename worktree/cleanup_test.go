@@ -59,6 +59,10 @@ func TestCleanupRemovesOnlyWhatLosesNothing(t *testing.T) {
 	write(t, filepath.Join(outboxOnly.Dir, "outbox", "sent.txt"), "already sent")
 	age(t, outboxOnly)
 
+	surveyed, err := ws.Survey(context.Background(), time.Now())
+	if err != nil || len(surveyed) != 3 || !exists(untouched.Tree) {
+		t.Fatalf("Survey kept %d (want the 3 with work) and must remove nothing: %v", len(surveyed), err)
+	}
 	removed, kept, err := ws.Cleanup(context.Background(), time.Now())
 	if err != nil {
 		t.Fatal(err)

@@ -143,7 +143,7 @@ func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 // git repositories (checked now, so that a mistake stops the start rather
 // than the first message); the worktrees live beside the store.
 func newWorkdirs(cfg config.Config, log *slog.Logger, workspace string, channels map[string]core.Override) (*worktree.Workspaces, error) {
-	root, err := filepath.Abs(filepath.Join(filepath.Dir(cfg.Path(cfg.Store)), "worktrees"))
+	root, err := worktreeRoot(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -167,6 +167,12 @@ func newWorkdirs(cfg config.Config, log *slog.Logger, workspace string, channels
 		}
 	}
 	return ws, nil
+}
+
+// worktreeRoot is where the conversations' worktrees live: beside the
+// store.
+func worktreeRoot(cfg config.Config) (string, error) {
+	return filepath.Abs(filepath.Join(filepath.Dir(cfg.Path(cfg.Store)), "worktrees"))
 }
 
 // cleanWorktrees removes idle worktrees that hold nothing to lose, at once

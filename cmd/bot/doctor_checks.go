@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/golem-chat/golem/config"
@@ -126,12 +128,40 @@ func checkWorkspaces(ctx context.Context, cfg config.Config, probe time.Duration
 			out = append(out, finding{name, fail, err.Error() + " — `git init` and commit there, or set isolation: shared"})
 			continue
 		}
-		// Worktrees kept for their uncommitted or unpushed work are listed by
-		// the cleanup that bot serve runs (worktree.Workspaces.Kept, logged
-		// hourly); doctor does not run it, since a cleanup removes worktrees.
 		out = append(out, finding{name, pass, dir + " is a git repository (isolation: worktree)"})
 	}
+	if cfg.Isolation == worktree.Worktree {
+		out = append(out, checkKeptWorktrees(ctx, cfg, probe))
+	}
 	return out
+}
+
+// checkKeptWorktrees lists the idle worktrees that bot serve's cleanup
+// keeps because they hold uncommitted or unpushed work (worktree.Survey
+// removes and writes nothing).
+func checkKeptWorktrees(ctx context.Context, cfg config.Config, probe time.Duration) finding {
+	root, err := worktreeRoot(cfg)
+	if err != nil {
+		return finding{"worktrees", fail, err.Error()}
+	}
+	ws, err := worktree.New(worktree.Options{Isolation: worktree.Worktree, Root: root, BaseBranch: cfg.BaseBranch,
+		TTL: cfg.WorktreeTTL, GitTimeout: probe, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return finding{"worktrees", fail, err.Error()}
+	}
+	kept, err := ws.Survey(ctx, time.Now())
+	if err != nil {
+		return finding{"worktrees", fail, "cannot look at the worktrees in " + root + ": " + err.Error()}
+	}
+	if len(kept) == 0 {
+		return finding{"worktrees", pass, "no worktree idle past worktree_ttl holds unsaved work (" + root + ")"}
+	}
+	lines := make([]string, len(kept))
+	for i, k := range kept {
+		lines[i] = fmt.Sprintf("%s (%s, idle %s: %s)", k.Tree, k.Branch, k.Idle.Round(time.Hour), k.Reason)
+	}
+	return finding{"worktrees", note, fmt.Sprintf("%d idle worktrees are kept for their work — commit and push, or remove them by hand: %s",
+		len(kept), strings.Join(lines, "; "))}
 }
 
 // engineToCheck is one engine of the registry and whether the

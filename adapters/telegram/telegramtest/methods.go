@@ -118,18 +118,28 @@ func (s *Server) sendMessageLocked(p url.Values) (any, int, string) {
 	}
 	c := s.chatLocked(chatID, "")
 	m := &Message{Chat: chatID, FromBot: true, Text: text, Raw: p.Get("text"), ParseMode: p.Get("parse_mode"), At: s.opts.Clock()}
+	if code, desc := placeLocked(c, m, p); code != 0 {
+		return nil, code, desc
+	}
+	s.addLocked(c, m)
+	return s.messageJSON(c, m), 0, ""
+}
+
+// placeLocked sets where a sent message goes from its parameters: its
+// forum topic and the message it replies to (refused when that is gone,
+// unless allow_sending_without_reply).
+func placeLocked(c *chat, m *Message, p url.Values) (int, string) {
 	m.Thread, _ = strconv.ParseInt(p.Get("message_thread_id"), 10, 64)
 	if r := p.Get("reply_to_message_id"); r != "" {
 		m.ReplyTo, _ = strconv.ParseInt(r, 10, 64)
 		if c.messages[m.ReplyTo] == nil {
 			if p.Get("allow_sending_without_reply") != "true" {
-				return nil, 400, "Bad Request: message to be replied not found"
+				return 400, "Bad Request: message to be replied not found"
 			}
 			m.ReplyTo = 0
 		}
 	}
-	s.addLocked(c, m)
-	return s.messageJSON(c, m), 0, ""
+	return 0, ""
 }
 
 func (s *Server) editMessageLocked(p url.Values) (any, int, string) {

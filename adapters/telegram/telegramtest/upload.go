@@ -85,15 +85,8 @@ func (s *Server) answerLocked(method string, p url.Values, up *multipart.FileHea
 	c := s.chatLocked(chatID, "")
 	m := &Message{Chat: chatID, FromBot: true, Text: p.Get("caption"), At: s.opts.Clock(),
 		File: &SentFile{Method: method, Name: up.Filename, Data: data}}
-	m.Thread, _ = strconv.ParseInt(p.Get("message_thread_id"), 10, 64)
-	if r := p.Get("reply_to_message_id"); r != "" {
-		m.ReplyTo, _ = strconv.ParseInt(r, 10, 64)
-		if c.messages[m.ReplyTo] == nil {
-			if p.Get("allow_sending_without_reply") != "true" {
-				return nil, 400, "Bad Request: message to be replied not found"
-			}
-			m.ReplyTo = 0
-		}
+	if code, desc := placeLocked(c, m, p); code != 0 {
+		return nil, code, desc
 	}
 	s.addLocked(c, m)
 	return s.messageJSON(c, m), 0, ""
