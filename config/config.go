@@ -53,6 +53,11 @@ type Config struct {
 
 	Access Access `yaml:"access"`
 
+	// Footer adds a line under each final answer: engine, model, tokens,
+	// cost and time.
+	Footer bool   `yaml:"footer"`
+	Limits Limits `yaml:"limits"`
+
 	// Engines holds the section engines.<name> of every engine in the
 	// registry, by name; an engine the file does not mention has its
 	// defaults. It is decoded by Load (see decode), hence no yaml key here.
@@ -73,6 +78,15 @@ type Config struct {
 // Access is the access: section.
 type Access struct {
 	Allow []string `yaml:"allow"` // "slack:U123", "telegram:123", "discord:9876", "slack:*", "*"
+}
+
+// Limits is the limits: section: spending budgets, as far as the CLIs
+// report a cost (core.Budgets). Zero is no limit.
+type Limits struct {
+	DailyUSDPerUser           float64 `yaml:"daily_usd_per_user"`
+	MonthlyUSDPerConversation float64 `yaml:"monthly_usd_per_conversation"`
+	// ExemptApprovers exempts the approvers of permission requests.
+	ExemptApprovers bool `yaml:"exempt_approvers"`
 }
 
 // Channel is one entry of channels:, a per-conversation override.

@@ -37,6 +37,12 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("log_level: %q is not debug, info, warn or error", c.LogLevel)
 	}
+	if c.Limits.DailyUSDPerUser < 0 {
+		return fmt.Errorf("limits.daily_usd_per_user: must not be negative (0 is no limit)")
+	}
+	if c.Limits.MonthlyUSDPerConversation < 0 {
+		return fmt.Errorf("limits.monthly_usd_per_conversation: must not be negative (0 is no limit)")
+	}
 	if _, err := worktree.ParseIsolation(string(c.Isolation)); err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ var commands = map[string]string{
 	"diff":   "this conversation's changes since its branch started (with `isolation: worktree`)",
 	"branch": "this conversation's branch and worktree, and how to fetch it",
 	"pr":     "open a pull request for this conversation's branch (runs `pr_command`)",
+	"usage":  "what this conversation, you and everyone used today and this month",
 	"help":   "this list",
 	"start":  "", // Telegram's first message; answered like /help
 }
@@ -59,6 +60,8 @@ func (d *Dispatcher) command(m Message, name, args string) {
 		text, err = d.setEngine(m, key, args)
 	case "model":
 		text, err = d.setModel(m, key, args)
+	case "usage":
+		text, err = d.usage(m, key)
 	case "diff", "branch", "pr":
 		d.workCommand(m, name)
 		return

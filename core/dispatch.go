@@ -58,6 +58,13 @@ type Options struct {
 	Logger     *slog.Logger
 	// Meter is told how turns end, for metrics; nil counts nothing.
 	Meter Meter
+	// Budgets refuse messages from users and conversations past a budget.
+	Budgets Budgets
+	// Footer adds a line under each final answer: engine, model, tokens,
+	// cost and time, as far as the CLI reported them.
+	Footer bool
+	// Now is the clock of usage and budgets; nil is time.Now.
+	Now func() time.Time
 }
 
 // Dispatcher routes incoming messages to conversations: it deduplicates
@@ -245,6 +252,10 @@ func (d *Dispatcher) Handle(_ context.Context, m Message) {
 	}
 	if name, args, ok := parseCommand(text); ok {
 		d.command(m, name, args)
+		return
+	}
+	if refusal := d.overBudget(m); refusal != "" { // before anything runs
+		d.answer(m, refusal, true)
 		return
 	}
 	key := KeyFor(m, d.opts.Scope)

@@ -122,6 +122,13 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	}
 	back := handback{dir: box.dir}
 	back.files, back.more = box.left()
+	if startErr == nil {
+		u := turnUsage(terminal, time.Since(start))
+		d.recordUsage(key, m, u)
+		if d.opts.Footer && terminal.Type == parser.Done {
+			out.add(parser.Event{Type: parser.Text, Content: "\n\n" + footer(set.engine, set.model, u)})
+		}
+	}
 	d.measure(m, set.engine, terminal, startErr, firstText) // before the answer ends: a reader of it sees the turn counted
 	out.finish(terminal, d.opts.Timeout, back)
 	log.Info("turn ended", "engine", set.engine, "outcome", outcome(terminal), "duration_ms", time.Since(start).Milliseconds())

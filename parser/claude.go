@@ -76,6 +76,7 @@ type claudeLine struct {
 	errors         []byte // raw array
 	durationMS     []byte // raw numbers
 	cost, numTurns []byte
+	usage          []byte // the result's usage object, raw
 	errorText      string
 	// system/api_retry
 	attempt, maxRetries, errorStatus []byte
@@ -125,6 +126,8 @@ func (p *ClaudeCode) parse(line []byte, l *claudeLine) []Event {
 			l.durationMS = r.number()
 		case "total_cost_usd":
 			l.cost = r.number()
+		case "usage": // the result line's; an assistant message's is inside "message"
+			l.usage = r.raw()
 		case "num_turns":
 			l.numTurns = r.number()
 		case "error":
@@ -221,7 +224,41 @@ func (p *ClaudeCode) result(l *claudeLine) Event {
 		t := int(n)
 		e.NumTurns = &t
 	}
+	claudeUsage(&e, l.usage)
 	return e
+}
+
+// claudeUsage sets e's tokens from a result's usage object: input tokens
+// with the cached ones (cache_creation_input_tokens, cache_read_input_tokens)
+// counted in, and output tokens.
+func claudeUsage(e *Event, usage []byte) {
+	if len(usage) == 0 || usage[0] != '{' {
+		return
+	}
+	var in, out int64
+	var haveIn, haveOut bool
+	r := reader{b: usage}
+	first := true
+	for r.object(&first) {
+		switch string(r.key()) {
+		case "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens":
+			if n, ok := parseInt(r.number()); ok {
+				in, haveIn = in+n, true
+			}
+		case "output_tokens":
+			if n, ok := parseInt(r.number()); ok {
+				out, haveOut = n, true
+			}
+		default:
+			r.skip()
+		}
+	}
+	if haveIn {
+		e.InputTokens = &in
+	}
+	if haveOut {
+		e.OutputTokens = &out
+	}
 }
 
 // assistant turns the content blocks of an assistant message into events.

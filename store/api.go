@@ -1,5 +1,6 @@
 // Package store keeps golem's state in one bbolt file: conversation
-// sessions and settings, seen platform event ids, turns in flight and small
+// sessions and settings, seen platform event ids, turns in flight, usage
+// totals (per conversation, user, day and month) and small
 // adapter state.
 //
 // One process owns the file at a time: a second Open of the same file, in

@@ -29,6 +29,7 @@ type migration func(tx *bolt.Tx) error
 // a migration; never edit one that has shipped.
 var migrations = []migration{
 	0: createV1,
+	1: createUsage,
 }
 
 // createV1 creates the buckets of the first schema.

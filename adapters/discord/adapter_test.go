@@ -116,7 +116,7 @@ func TestStartRegistersCommandsAndIntents(t *testing.T) {
 				for _, c := range fake.Commands(scope) {
 					names = append(names, c["name"].(string))
 				}
-				if got := strings.Join(names, " "); got != "ask new stop status engine model diff branch pr help" {
+				if got := strings.Join(names, " "); got != "ask new stop status engine model diff branch pr usage help" {
 					t.Errorf("commands in %q = %q", scope, got)
 				}
 			}

@@ -302,6 +302,7 @@ func commands() []*discordgo.ApplicationCommand {
 		{Name: "diff", Description: "This channel's changes since its branch started"},
 		{Name: "branch", Description: "This channel's branch and worktree, and how to fetch it"},
 		{Name: "pr", Description: "Open a pull request for this channel's branch"},
+		{Name: "usage", Description: "What this channel, you and everyone used today and this month"},
 		{Name: "help", Description: "What golem can do"},
 	}
 }

@@ -163,6 +163,7 @@ var commands = []tgbotapi.BotCommand{
 	{Command: "diff", Description: "Show this chat's changes"},
 	{Command: "branch", Description: "Show this chat's branch and worktree"},
 	{Command: "pr", Description: "Open a pull request for this chat's branch"},
+	{Command: "usage", Description: "Show what this chat, you and everyone used"},
 	{Command: "help", Description: "List the commands"},
 }
 

@@ -123,6 +123,11 @@ func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 		QueueDepth:    queueDepth,
 		Logger:        log,
 		Meter:         meter,
+		Footer:        cfg.Footer,
+		// limits.exempt_approvers exempts the approvers once they are
+		// configured (permissions.approvers, with approvals): add them to
+		// Exempt here.
+		Budgets: core.Budgets{DailyUSDPerUser: cfg.Limits.DailyUSDPerUser, MonthlyUSDPerConversation: cfg.Limits.MonthlyUSDPerConversation},
 	})
 	if err != nil {
 		st.Close()
