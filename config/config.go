@@ -58,6 +58,10 @@ type Config struct {
 	Footer bool   `yaml:"footer"`
 	Limits Limits `yaml:"limits"`
 
+	// Permissions is how much the agent may do without asking, and who
+	// answers when it asks.
+	Permissions Permissions `yaml:"permissions"`
+
 	// Engines holds the section engines.<name> of every engine in the
 	// registry, by name; an engine the file does not mention has its
 	// defaults. It is decoded by Load (see decode), hence no yaml key here.
@@ -89,11 +93,19 @@ type Limits struct {
 	ExemptApprovers bool `yaml:"exempt_approvers"`
 }
 
+// Permissions is the permissions: section.
+type Permissions struct {
+	Mode      string        `yaml:"mode"`      // ask | accept-edits | plan | bypass
+	Approvers []string      `yaml:"approvers"` // who may answer besides the asker: "slack:U123", "slack:*", "*"
+	Timeout   time.Duration `yaml:"timeout"`   // an unanswered request is denied
+}
+
 // Channel is one entry of channels:, a per-conversation override.
 type Channel struct {
-	Engine  string `yaml:"engine"`
-	Model   string `yaml:"model"`
-	Workdir string `yaml:"workdir"` // relative to the config file's folder
+	Engine      string `yaml:"engine"`
+	Permissions string `yaml:"permissions"` // a permissions.mode for this conversation
+	Model       string `yaml:"model"`
+	Workdir     string `yaml:"workdir"` // relative to the config file's folder
 }
 
 // Default is the configuration an empty bot.yaml gives.
@@ -109,6 +121,7 @@ func Default() Config {
 		QueueDepth:    5,
 		MaxUpload:     20 << 20,
 		LogLevel:      "info",
+		Permissions:   Permissions{Mode: string(engine.ModeAsk), Timeout: 10 * time.Minute},
 		Isolation:     worktree.Shared,
 		WorktreeTTL:   336 * time.Hour,
 		Engines:       map[string]engine.Settings{},
@@ -154,7 +167,7 @@ func (c *Config) Path(p string) string {
 func (c *Config) Overrides() (map[string]core.Override, error) {
 	out := make(map[string]core.Override, len(c.Channels))
 	for key, ch := range c.Channels {
-		o := core.Override{Engine: ch.Engine, Model: ch.Model}
+		o := core.Override{Engine: ch.Engine, Model: ch.Model, Permissions: engine.Mode(ch.Permissions)}
 		if ch.Workdir != "" {
 			dir, err := filepath.Abs(c.Path(ch.Workdir))
 			if err != nil {

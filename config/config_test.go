@@ -80,12 +80,37 @@ func TestLoadConfigErrorsNameTheKey(t *testing.T) {
 		{"log_level: loud\n", "log_level"},
 		{"isolation: sandbox\n", "isolation"},
 		{"worktree_ttl: -1h\n", "worktree_ttl"},
+		{"permissions:\n  mode: yolo\n", "permissions.mode"},
+		{"permissions:\n  timeout: 0s\n", "permissions.timeout"},
+		{"permissions:\n  approvers: [bob]\n", "permissions.approvers[0]"},
+		{"channels:\n  \"slack:C1\": {permissions: maybe}\n", "channels.slack:C1.permissions"},
+		// An engine that cannot ask is refused in a mode that asks, naming
+		// the key and the engine, never run in bypass instead.
+		{"engine: cursor\n", "permissions.mode: engine cursor cannot honour \"ask\""},
+		{"channels:\n  \"slack:C1\": {engine: cursor}\n", "permissions.mode: engine cursor"},
+		{"engine: cursor\npermissions: {mode: bypass}\nchannels:\n  \"slack:C1\": {permissions: plan}\n",
+			"channels.slack:C1.permissions: engine cursor cannot honour \"plan\""},
 	}
 	for _, tc := range cases {
 		_, err := Load(writeConfig(t, tc.body), false)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v does not name %q", tc.body, err, tc.want)
 		}
+	}
+}
+
+func TestPermissionsConfig(t *testing.T) {
+	c, err := Load(writeConfig(t, "permissions:\n  approvers: [\"slack:U1\", \"*\"]\n  timeout: 2m\n"+
+		"channels:\n  \"slack:C1\": {permissions: bypass, engine: cursor}\n"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Permissions.Mode != "ask" || c.Permissions.Timeout != 2*time.Minute || len(c.Permissions.Approvers) != 2 {
+		t.Errorf("permissions = %+v (mode ask is the default)", c.Permissions)
+	}
+	o, err := c.Overrides()
+	if err != nil || o["slack:C1"].Permissions != "bypass" {
+		t.Errorf("overrides = %+v, %v", o, err)
 	}
 }
 
@@ -191,7 +216,7 @@ func TestLoadConfigErrorsAreExact(t *testing.T) {
 }
 
 func TestConfigOverrides(t *testing.T) {
-	path := writeConfig(t, "channels:\n  slack:C1: {engine: cursor, model: m, workdir: ./proj}\n  telegram:-100: {workdir: /abs}\n")
+	path := writeConfig(t, "channels:\n  slack:C1: {engine: cursor, model: m, workdir: ./proj, permissions: bypass}\n  telegram:-100: {workdir: /abs}\n")
 	c, err := Load(path, false)
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +226,7 @@ func TestConfigOverrides(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]core.Override{
-		"slack:C1":      {Engine: "cursor", Model: "m", Workdir: filepath.Join(filepath.Dir(path), "proj")},
+		"slack:C1":      {Engine: "cursor", Model: "m", Workdir: filepath.Join(filepath.Dir(path), "proj"), Permissions: engine.ModeBypass},
 		"telegram:-100": {Workdir: "/abs"},
 	}
 	if !maps.Equal(got, want) {

@@ -64,6 +64,9 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	if err := c.validatePermissions(keys); err != nil {
+		return err
+	}
 	for i, a := range c.Access.Allow {
 		if a != "*" && !strings.Contains(a, ":") {
 			return fmt.Errorf("access.allow[%d]: %q must be platform:user or *", i, a)
@@ -76,6 +79,46 @@ func (c *Config) Validate() error {
 		}
 		if c.HTTP.Token == "" && !httpapi.IsLoopback(host) {
 			return fmt.Errorf("http.listen: %s is not a loopback address; set http.token", c.HTTP.Listen)
+		}
+	}
+	return nil
+}
+
+// validatePermissions checks permissions: and the channels' overrides of
+// its mode, and that each conversation's engine honours its mode: golem
+// never runs an agent in bypass because its CLI cannot ask.
+func (c *Config) validatePermissions(channels []string) error {
+	mode, err := engine.ParseMode(c.Permissions.Mode)
+	if err != nil {
+		return fmt.Errorf("permissions.mode: %w", err)
+	}
+	if c.Permissions.Timeout <= 0 {
+		return fmt.Errorf("permissions.timeout: must be positive, like 10m")
+	}
+	for i, a := range c.Permissions.Approvers {
+		if a != "*" && !strings.Contains(a, ":") {
+			return fmt.Errorf("permissions.approvers[%d]: %q must be platform:user, platform:* or *", i, a)
+		}
+	}
+	def, _ := engine.Find(c.Engine)
+	if err := def.CheckMode(mode); err != nil {
+		return fmt.Errorf("permissions.mode: %w", err)
+	}
+	for _, key := range channels {
+		ch := c.Channels[key]
+		m, field := mode, "permissions.mode"
+		if ch.Permissions != "" {
+			if m, err = engine.ParseMode(ch.Permissions); err != nil {
+				return fmt.Errorf("channels.%s.permissions: %w", key, err)
+			}
+			field = "channels." + key + ".permissions"
+		}
+		spec := def
+		if ch.Engine != "" {
+			spec, _ = engine.Find(ch.Engine)
+		}
+		if err := spec.CheckMode(m); err != nil {
+			return fmt.Errorf("%s: %w (in channels.%s)", field, err, key)
 		}
 	}
 	return nil

@@ -53,8 +53,12 @@ type Message struct {
 	// causes instead of the reply streamer: a turn's events ending with its
 	// terminal event; a command's answer as one text event then done; a
 	// refusal, a full queue or a failure as one error event. The HTTP API
-	// and the terminal chat render events themselves this way. Called from
-	// one goroutine at a time; it must not block for long.
+	// and the terminal chat render events themselves this way. A turn's
+	// permission requests come as permission_request events (with golem's
+	// id, which Action.Data and /allow name) and their outcomes as
+	// permission_decision events, which whoever decided sends: it may be
+	// called from several goroutines at once (EventQueue.Push is safe so);
+	// it must not block for long.
 	Sink func(parser.Event)
 
 	// arrived is when Handle queued the message, for the turn's metrics.
@@ -119,6 +123,11 @@ type Place struct {
 // Handle itself for a short answer, so it must not block.
 type Handler interface {
 	Handle(ctx context.Context, m Message)
+	// HandleAction takes a click on a question's button. It decides at
+	// once, without waiting for any platform, and returns what the clicker
+	// should see, so that a source can answer the click within the
+	// platform's deadline (Slack's and Discord's 3 s).
+	HandleAction(ctx context.Context, a Action) ActionResult
 }
 
 // Gate is implemented by a Handler that can tell up front whether a
@@ -242,4 +251,77 @@ type File struct {
 // Limits.MaxUpload; a Poster without it gets a note naming the files.
 type Uploader interface {
 	Upload(ctx context.Context, answer MessageRef, f File) error
+}
+
+// Question is a permission request as an Asker shows it: what the agent
+// wants to do, and one button per choice.
+type Question struct {
+	// ID is golem's id of the request, what `/allow ID` names.
+	ID string
+	// Answer is the answer message the question belongs under (posted in
+	// its thread, or as a reply to it); when its ID is empty there is no
+	// answer message yet and the question goes to Place.
+	Answer MessageRef
+	Place  Place
+	// Text is Markdown: the tool and what it will do. Like every text a
+	// Poster gets, the Poster neutralizes the mentions in it.
+	Text    string
+	Choices []Choice
+}
+
+// Choice is one button of a Question.
+type Choice struct {
+	Label string
+	// Data comes back as Action.Data when the button is clicked; at most
+	// 64 bytes (Telegram's callback_data), ASCII.
+	Data string
+	// Style hints how to show the button: "primary", "danger" or "".
+	Style string
+}
+
+// Asker is implemented by posters that can show a question with buttons
+// (Slack Block Kit, Telegram's inline keyboard, Discord components). A
+// click comes back to the Handler as an Action. Posters without it get the
+// question as a message that names `/allow ID` and `/deny ID`.
+//
+// Ask posts q and returns the question's message. Settle replaces the
+// question's text by text and removes its buttons once it is decided; a
+// question decided by a click is settled by the adapter itself with
+// ActionResult.Settled when it answers the click, and core calls Settle
+// for every other decision (a text command, a timeout, /stop, another
+// platform, a restart).
+type Asker interface {
+	Ask(ctx context.Context, q Question) (MessageRef, error)
+	Settle(ctx context.Context, question MessageRef, text string) error
+}
+
+// Action is a click on a question's button (or a decision from a client
+// that shows its own buttons: the web page, the terminal), normalized by
+// the source.
+type Action struct {
+	// EventID dedupes a redelivered click, like Message.EventID.
+	EventID   string
+	Platform  string
+	Workspace string
+	Channel   string // the conversation the question was asked in
+	Thread    string
+	User      string // the clicker's platform user id
+	UserName  string // for display only
+	// Question is the question's message; empty when the source has none.
+	Question MessageRef
+	// Data is the clicked Choice's Data.
+	Data string
+}
+
+// ActionResult is what a source tells the one who clicked.
+type ActionResult struct {
+	// Settled is the question's new text when this click decided it (the
+	// source updates the question to it and removes its buttons).
+	Settled string
+	// Refusal is said to the clicker alone when the click decided nothing
+	// (someone who may not answer, a question already decided).
+	Refusal string
+	// Err is nil when the click decided the request; otherwise it wraps
+	// ErrUnknownRequest, ErrDecided or ErrNotApprover.
+	Err error
 }

@@ -24,6 +24,8 @@ var commands = map[string]string{
 	"pr":     "open a pull request for this conversation's branch (runs `pr_command`)",
 	"usage":  "what this conversation, you and everyone used today and this month",
 	"help":   "this list",
+	"allow":  "`/allow ID` allow what the agent asks (`/allow ID session`: for the rest of the session)",
+	"deny":   "`/deny ID` refuse what the agent asks",
 	"start":  "", // Telegram's first message; answered like /help
 }
 
@@ -51,7 +53,10 @@ func (d *Dispatcher) command(m Message, name, args string) {
 	case "help", "start":
 		text = d.help()
 	case "stop":
+		d.endRequests(nil, key.String(), "stopped")
 		text = d.stop(key)
+	case "allow", "deny":
+		text = d.answerCommand(m, name, args)
 	case "new":
 		text, err = d.newSession(key)
 	case "status":
@@ -75,15 +80,16 @@ func (d *Dispatcher) command(m Message, name, args string) {
 }
 
 // Overtakes reports whether text is a command that acts on what is running
-// now (/stop), so that a Source may hand it to Handle ahead of earlier
-// messages of its chat that it is still preparing (attachments still
-// downloading): a user who sends /stop expects the agent to stop at once,
+// now (/stop, and /allow and /deny, which answer its agent), so that a
+// Source may hand it to Handle ahead of earlier messages of its chat that
+// it is still preparing (attachments still downloading): a user who sends
+// /stop expects the agent to stop at once,
 // not after a download of several minutes. Every other command keeps its
 // place, since its effect depends on the messages before it (/new after a
 // message belongs after that message's turn).
 func Overtakes(text string) bool {
 	name, _, ok := parseCommand(strings.TrimSpace(text))
-	return ok && name == "stop"
+	return ok && (name == "stop" || name == "allow" || name == "deny")
 }
 
 func (d *Dispatcher) help() string {
@@ -181,8 +187,8 @@ func (d *Dispatcher) status(m Message, key Key) (string, error) {
 	if err := d.lookup(set.engine); err != nil {
 		avail = " — not available: " + err.Error()
 	}
-	return fmt.Sprintf("**Engine:** %s%s\n**Model:** %s\n**Session:** %s\n**State:** %s, %d waiting",
-		set.engine, avail, model, session, state, queued), nil
+	return fmt.Sprintf("**Engine:** %s%s\n**Model:** %s\n**Permissions:** %s\n**Session:** %s\n**State:** %s, %d waiting",
+		set.engine, avail, model, set.mode, session, state, queued) + d.pendingText(key.String()), nil
 }
 
 func (d *Dispatcher) engineNames() []string {

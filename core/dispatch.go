@@ -50,6 +50,8 @@ type Options struct {
 	// its token). cmd/bot decides; core names no platform.
 	Trusted []string
 	Timeout time.Duration // per turn; default 10m
+	// Permissions is the approval policy (mode, approvers, timeout).
+	Permissions Permissions
 	// MaxConcurrent bounds turns running at once; default 8.
 	MaxConcurrent int
 	// QueueDepth bounds waiting messages per conversation; default 5,
@@ -94,6 +96,8 @@ type Dispatcher struct {
 	// refusals, "queue full", notices of messages that never ran) off the
 	// goroutine that asked for them, in order per conversation key.
 	answers *relay.Relay[string, func()]
+
+	approvals approvals // permission requests waiting for an answer
 }
 
 // conversation is the in-memory state of one conversation: its waiting
@@ -137,6 +141,12 @@ func NewDispatcher(opts Options) (*Dispatcher, error) {
 	}
 	if opts.QueueDepth == 0 {
 		opts.QueueDepth = 5
+	}
+	if opts.Permissions.Mode == "" {
+		opts.Permissions.Mode = engine.ModeAsk
+	}
+	if opts.Permissions.Timeout <= 0 {
+		opts.Permissions.Timeout = 10 * time.Minute
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -187,6 +197,7 @@ func (d *Dispatcher) Register(src Source) {
 		return false
 	})
 	d.mu.Unlock()
+	d.expireApprovals(src.Platform(), p)
 	if len(mine) == 0 {
 		return
 	}

@@ -10,7 +10,8 @@ import (
 // shows them (an HTTP event stream, the terminal). Push never blocks: the
 // queue grows while the reader is busy and drops everything once closed
 // (the client went away, the answer is over), so a slow or gone reader can
-// never stall the dispatcher. Safe for one pusher and one taker running
+// never stall the dispatcher. Safe for pushers (a turn, and whoever
+// decides one of its permission requests) and one taker running
 // concurrently.
 type EventQueue struct {
 	mu     sync.Mutex

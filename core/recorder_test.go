@@ -189,6 +189,12 @@ func newHarness(t *testing.T, limits core.Limits, tweak func(*core.Options)) *ha
 
 func (h *harness) start() {
 	h.t.Helper()
+	h.startWith(h.rec)
+}
+
+// startWith is start with src as the platform instead of the recorder.
+func (h *harness) startWith(src core.Source) {
+	h.t.Helper()
 	st, err := store.Open(h.dbPath)
 	if err != nil {
 		h.t.Fatal(err)
@@ -200,7 +206,7 @@ func (h *harness) start() {
 		h.t.Fatal(err)
 	}
 	h.d = d
-	d.Register(h.rec)
+	d.Register(src)
 	h.t.Cleanup(h.stop)
 }
 

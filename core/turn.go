@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/golem-chat/golem/engine"
@@ -14,6 +15,7 @@ import (
 // choices, the channel's override and the defaults.
 type settings struct {
 	engine, model, workdir string
+	mode                   engine.Mode
 }
 
 func (d *Dispatcher) settings(m Message, conv store.Conversation) settings {
@@ -21,6 +23,7 @@ func (d *Dispatcher) settings(m Message, conv store.Conversation) settings {
 	s := settings{engine: firstNonEmpty(conv.Engine, o.Engine, d.opts.DefaultEngine)}
 	s.model = firstNonEmpty(conv.Model, o.Model, d.opts.Models[s.engine])
 	s.workdir = firstNonEmpty(o.Workdir, d.opts.Workspace)
+	s.mode = engine.Mode(firstNonEmpty(string(o.Permissions), string(d.opts.Permissions.Mode)))
 	return s
 }
 
@@ -79,16 +82,19 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	terminal := parser.Event{Type: parser.Error, Message: "the agent did not answer", Reason: parser.Crashed}
 	run, err := eng.Run(turnCtx, engine.Turn{
 		Prompt: prompt, SessionID: conv.SessionID, Model: set.model, Workdir: ws.Dir, Files: files,
-		OnStart: out.started,
-		Mode:    engine.ModeBypass, // today's behaviour until core answers permission requests
+		OnStart: out.started, Mode: set.mode,
 	})
 	startErr := err
 	var firstText time.Time
 	if err != nil {
 		terminal = parser.Event{Type: parser.Error, Message: err.Error(), Reason: parser.Failed}
 	} else {
+		ask := &askState{m: m, key: key, mode: set.mode, run: run, answer: out.answer}
 		for ev := range run.Events() {
 			switch {
+			case ev.Type == parser.PermissionRequest:
+				d.askPermission(ask, ev)
+				continue // shown as a question, not as tool activity
 			case ev.SessionReset:
 				if d.sameGeneration(c, gen) {
 					if err := d.opts.Store.ClearSession(key); err != nil {
@@ -119,6 +125,13 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 				out.add(ev)
 			}
 		}
+	}
+	if run != nil {
+		reason := "stopped"
+		if terminal.Reason == parser.TimedOut {
+			reason = "timeout"
+		}
+		d.endRequests(run, key, reason)
 	}
 	back := handback{dir: box.dir}
 	back.files, back.more = box.left()
@@ -159,6 +172,9 @@ type turnOutput struct {
 	finish  func(terminal parser.Event, timeout time.Duration, back handback)
 	close   func()
 	started func(engine.Group)
+	// answer is the answer message so far (zero until it is posted, and
+	// for a Sink); safe to call from any goroutine.
+	answer func() MessageRef
 }
 
 // output returns where m's answer goes. The turn is recorded in flight
@@ -179,18 +195,28 @@ func (d *Dispatcher) output(m Message, key string, log *slog.Logger) turnOutput 
 			},
 			close:   f.end,
 			started: f.started,
+			answer:  func() MessageRef { return MessageRef{} },
 		}
 	}
 	a := d.poster(m.Platform)
 	if a == nil {
 		log.Error("no poster registered and no sink to answer on")
-		return turnOutput{add: func(parser.Event) {}, finish: func(parser.Event, time.Duration, handback) {}, close: func() {}}
+		return turnOutput{add: func(parser.Event) {}, finish: func(parser.Event, time.Duration, handback) {}, close: func() {},
+			answer: func() MessageRef { return MessageRef{} }}
 	}
 	place := d.place(m)
 	f.save("record turn", func(t *store.InFlight) { t.Channel, t.Thread, t.ReplyTo = place.Channel, place.Thread, place.ReplyTo })
-	var answer MessageRef // set by the reply's goroutine; read after Finish
+	var answerMu sync.Mutex
+	var answer MessageRef // set by the reply's goroutine
+	answerRef := func() MessageRef {
+		answerMu.Lock()
+		defer answerMu.Unlock()
+		return answer
+	}
 	r := NewReply(d.life, a, place, log, func(ref MessageRef) {
+		answerMu.Lock()
 		answer = ref
+		answerMu.Unlock()
 		f.save("record answer", func(t *store.InFlight) {
 			t.AnswerChannel, t.AnswerThread, t.AnswerID = ref.Channel, ref.Thread, ref.ID
 		})
@@ -204,9 +230,10 @@ func (d *Dispatcher) output(m Message, key string, log *slog.Logger) turnOutput 
 		finish: func(ev parser.Event, timeout time.Duration, back handback) {
 			stopTyping()
 			r.Finish(Notice(ev, timeout))
-			back.toPoster(d.life, a, place, answer, log)
+			back.toPoster(d.life, a, place, answerRef(), log)
 		},
 		close:   f.end,
 		started: f.started,
+		answer:  answerRef,
 	}
 }

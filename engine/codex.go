@@ -45,7 +45,7 @@ const codexProvider = "golem"
 
 // Codex runs OpenAI's Codex CLI:
 //
-//	codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox
+//	codex exec --json --skip-git-repo-check (--dangerously-bypass-approvals-and-sandbox | --sandbox workspace-write|read-only)
 //	      [-m M] [-c model_provider=golem -c model_providers.golem={...}] [Config.Args...]
 //	      [resume ID] PROMPT
 //
@@ -90,7 +90,15 @@ func NewCodex(cfg Config) *Codex {
 			return []string{"OPENAI_API_KEY=" + key, "CODEX_API_KEY=" + key}
 		},
 		args: func(t Turn, prompt string) []string {
-			args := []string{"exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"}
+			args := []string{"exec", "--json", "--skip-git-repo-check"}
+			switch t.Mode { // Run has refused the modes it cannot honour
+			case ModeAcceptEdits:
+				args = append(args, "--sandbox", "workspace-write")
+			case ModePlan:
+				args = append(args, "--sandbox", "read-only")
+			default:
+				args = append(args, "--dangerously-bypass-approvals-and-sandbox")
+			}
 			if t.Model != "" {
 				args = append(args, "-m", t.Model)
 			}

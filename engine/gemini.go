@@ -37,7 +37,7 @@ func (s *GeminiSettings) Engine() Engine { return NewGemini(s.Config) }
 
 // Gemini runs Google's Gemini CLI:
 //
-//	gemini -p PROMPT --output-format stream-json --yolo --skip-trust
+//	gemini -p PROMPT --output-format stream-json (--yolo | --approval-mode auto_edit|plan) --skip-trust
 //	       [--resume ID] [-m M] [Config.Args...]
 //
 // with GEMINI_API_KEY set to the key when there is one. A prompt too long
@@ -82,7 +82,16 @@ func NewGemini(cfg Config) *Gemini {
 			if prompt == "" {
 				prompt = " "
 			}
-			args := []string{"-p", prompt, "--output-format", "stream-json", "--yolo", "--skip-trust"}
+			args := []string{"-p", prompt, "--output-format", "stream-json"}
+			switch t.Mode { // Run has refused the modes it cannot honour
+			case ModeAcceptEdits:
+				args = append(args, "--approval-mode", "auto_edit")
+			case ModePlan:
+				args = append(args, "--approval-mode", "plan")
+			default:
+				args = append(args, "--yolo")
+			}
+			args = append(args, "--skip-trust")
 			if t.SessionID != "" {
 				args = append(args, "--resume", t.SessionID)
 			}

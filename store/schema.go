@@ -15,6 +15,8 @@ var (
 	bucketSeenExpiry    = []byte("seen_expiry")   // expiry (8 bytes BE) + event id -> empty; oldest first
 	bucketTurns         = []byte("turns")         // turn id -> InFlight JSON
 	bucketState         = []byte("state")         // adapter key -> raw bytes
+	// Schema version 3.
+	bucketApprovals = []byte("approvals") // approval id -> Approval JSON
 
 	keyVersion = []byte("version")
 )
@@ -30,6 +32,7 @@ type migration func(tx *bolt.Tx) error
 var migrations = []migration{
 	0: createV1,
 	1: createUsage,
+	2: createApprovals,
 }
 
 // createV1 creates the buckets of the first schema.
@@ -38,6 +41,14 @@ func createV1(tx *bolt.Tx) error {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}
+	}
+	return nil
+}
+
+// createApprovals adds the approvals' audit records (schema version 3).
+func createApprovals(tx *bolt.Tx) error {
+	if _, err := tx.CreateBucketIfNotExists(bucketApprovals); err != nil {
+		return fmt.Errorf("create bucket %s: %w", bucketApprovals, err)
 	}
 	return nil
 }

@@ -388,3 +388,30 @@ func TestUpdateConversationKeepsConcurrentChanges(t *testing.T) {
 		t.Errorf("fn returning false stored %+v", c)
 	}
 }
+
+func TestApprovals(t *testing.T) {
+	s, _ := openTemp(t, nil)
+	t0 := time.Now()
+	a := Approval{ID: "b", Key: "slack:T:C", Platform: "slack", Tool: "Bash", ArgsDigest: "sha256:00", AskedBy: "slack:U1", Asked: t0}
+	if err := s.SaveApproval(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveApproval(Approval{ID: "a", Tool: "Write", Asked: t0.Add(-time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	a.Decision, a.Reason, a.DecidedBy, a.Decided = "allow", "answered", "slack:U1", t0.Add(time.Second)
+	if err := s.SaveApproval(a); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.Approvals(false)
+	if err != nil || len(all) != 2 || all[0].ID != "a" || all[1].Decision != "allow" || !all[1].Decided.Equal(a.Decided) {
+		t.Fatalf("Approvals(false) = %+v, %v", all, err)
+	}
+	pending, err := s.Approvals(true)
+	if err != nil || len(pending) != 1 || pending[0].ID != "a" {
+		t.Fatalf("Approvals(true) = %+v, %v", pending, err)
+	}
+	if err := s.SaveApproval(Approval{}); err == nil {
+		t.Error("an approval without id was saved")
+	}
+}

@@ -161,6 +161,7 @@ type line struct {
 // first.
 func (c *Console) turn(ctx context.Context, h core.Handler, text string, lines <-chan line) (bool, []line) {
 	var ahead []line
+	var asking *parser.Event // the permission request waiting for y/s/n
 	q := c.send(ctx, h, text)
 	for {
 		select {
@@ -173,6 +174,10 @@ func (c *Console) turn(ctx context.Context, h core.Handler, text string, lines <
 				lines = nil
 			case strings.TrimSpace(l.text) == "/stop":
 				c.send(ctx, h, "/stop").Close() // the answer's own stream shows it stopped
+			case asking != nil && l.err == nil:
+				if c.answer(ctx, h, asking, l.text) {
+					asking = nil
+				}
 			default:
 				ahead = append(ahead, l)
 				if l.err != nil {
@@ -183,6 +188,15 @@ func (c *Console) turn(ctx context.Context, h core.Handler, text string, lines <
 		}
 		for _, ev := range q.Take() {
 			c.print(ev)
+			switch ev.Type {
+			case parser.PermissionRequest:
+				asking = &ev
+				c.write(askPrompt(ev), true)
+			case parser.PermissionDecision:
+				if asking != nil && asking.ID == ev.ID {
+					asking = nil
+				}
+			}
 			if ev.Terminal() {
 				q.Close()
 				c.write("\n", false)
@@ -212,6 +226,50 @@ func (c *Console) send(ctx context.Context, h core.Handler, text string) *core.E
 	return q
 }
 
+// askPrompt asks for the answer to a permission request.
+func askPrompt(ev parser.Event) string {
+	if ev.Name == parser.AskUserQuestion && len(ev.Questions) > 0 {
+		return fmt.Sprintf("pick? [1-%d] · [n]o ", len(ev.Questions[0].Options))
+	}
+	return "allow? [y]es · [s]ession · [n]o "
+}
+
+// answer decides the request asking from a line typed at its prompt; it
+// reports false (and asks again) for a line that is no answer.
+func (c *Console) answer(ctx context.Context, h core.Handler, asking *parser.Event, text string) bool {
+	c.inputEnded()
+	verb := ""
+	switch t := strings.ToLower(strings.TrimSpace(text)); {
+	case t == "y" || t == "yes":
+		verb = "allow"
+	case t == "s" || t == "session":
+		verb = "session"
+	case t == "n" || t == "no":
+		verb = "deny"
+	case asking.Name == parser.AskUserQuestion:
+		if n, err := strconv.Atoi(t); err == nil && len(asking.Questions) > 0 && n >= 1 && n <= len(asking.Questions[0].Options) {
+			verb = "pick:" + strconv.Itoa(n-1)
+		}
+	}
+	if verb == "" || asking.Name == parser.AskUserQuestion && (verb == "allow" || verb == "session") {
+		c.write(askPrompt(*asking), true)
+		return false
+	}
+	id := asking.ID
+	data := "golem:" + verb + ":" + id
+	if rest, ok := strings.CutPrefix(verb, "pick:"); ok {
+		data = "golem:pick:" + id + ":" + rest
+	}
+	res := h.HandleAction(ctx, core.Action{Platform: "console", Channel: c.opts.Conversation, Thread: c.opts.Conversation,
+		User: c.opts.User, UserName: c.opts.User, Data: data})
+	if res.Err != nil {
+		c.line("   " + res.Refusal)
+	} else {
+		c.line("   " + plain(res.Settled))
+	}
+	return true
+}
+
 // print renders one event.
 func (c *Console) print(ev parser.Event) {
 	switch ev.Type {
@@ -225,6 +283,15 @@ func (c *Console) print(ev parser.Event) {
 		}
 	case parser.Warning:
 		c.line("⚠️  " + ev.Message)
+	case parser.PermissionRequest:
+		if ev.Name == parser.AskUserQuestion && len(ev.Questions) > 0 {
+			c.line("❓ " + ev.Questions[0].Question)
+			for i, o := range ev.Questions[0].Options {
+				c.line(fmt.Sprintf("   %d. %s %s", i+1, o.Label, o.Description))
+			}
+		} else {
+			c.line("🔐 the agent asks: " + plain(core.ToolLine(ev.Name, ev.Args)))
+		}
 	case parser.File:
 		c.line(fmt.Sprintf("📎 %s (%d bytes)", ev.Path, ev.Size))
 	case parser.Done:

@@ -24,6 +24,10 @@ type fakeHandler struct {
 
 func (f fakeHandler) Handle(ctx context.Context, m core.Message) { f.handle(ctx, m) }
 
+func (fakeHandler) HandleAction(context.Context, core.Action) core.ActionResult {
+	return core.ActionResult{Err: core.ErrUnknownRequest}
+}
+
 // scripted answers each message with the events script gives for its text,
 // sent from another goroutine a little apart like a running turn. It fails
 // the test when a message arrives while the previous answer is unfinished.
@@ -33,6 +37,10 @@ type scripted struct {
 	mu     sync.Mutex
 	busy   bool
 	got    []core.Message
+}
+
+func (*scripted) HandleAction(context.Context, core.Action) core.ActionResult {
+	return core.ActionResult{Err: core.ErrUnknownRequest}
 }
 
 func (s *scripted) Handle(_ context.Context, m core.Message) {

@@ -3,8 +3,10 @@ package console
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/golem-chat/golem/internal/bottest"
 )
@@ -34,5 +36,46 @@ func TestEndToEnd(t *testing.T) {
 	}
 	if n := strings.Count(got, "> "); n != 4 {
 		t.Errorf("%d prompts, want 4:\n%s", n, got)
+	}
+}
+
+// TestApprovalPrompt: `bot run` asks allow? [y]es · [s]ession · [n]o for a
+// permission request and answers with what is typed at it.
+func TestApprovalPrompt(t *testing.T) {
+	b := bottest.New(t, bottest.Options{Trusted: []string{"console"}})
+	d := b.Dispatcher
+	in, typed := io.Pipe()
+	out := &syncBuffer{}
+	c := New(in, out, Options{})
+	d.Register(c)
+	done := make(chan error, 1)
+	go func() { done <- c.Start(context.Background(), d) }()
+	io.WriteString(typed, "!ask Write {\"file_path\":\"a.txt\",\"content\":\"x\"}\\\nwritten\n")
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out.String(), "allow? [y]es · [s]ession · [n]o ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no prompt:\n%s", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	io.WriteString(typed, "maybe\ny\n")
+	for !strings.Contains(out.String(), "echo: written") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer after y:\n%s", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	io.WriteString(typed, "/quit\n")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{"🔐 the agent asks: ", "Write", "✅ Write allowed by"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("transcript lacks %q:\n%s", want, got)
+		}
+	}
+	if n := strings.Count(got, "allow? [y]es"); n != 2 {
+		t.Errorf("asked %d times, want twice (\"maybe\" is no answer):\n%s", n, got)
 	}
 }

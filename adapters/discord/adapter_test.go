@@ -68,6 +68,10 @@ type recorder chan core.Message
 
 func (r recorder) Handle(_ context.Context, m core.Message) { r <- m }
 
+func (recorder) HandleAction(context.Context, core.Action) core.ActionResult {
+	return core.ActionResult{Err: core.ErrUnknownRequest}
+}
+
 func (r recorder) next(t *testing.T) core.Message {
 	t.Helper()
 	select {

@@ -25,6 +25,10 @@ type fakeHandler struct {
 
 func (f fakeHandler) Handle(ctx context.Context, m core.Message) { f.handle(ctx, m) }
 
+func (fakeHandler) HandleAction(context.Context, core.Action) core.ActionResult {
+	return core.ActionResult{Err: core.ErrUnknownRequest}
+}
+
 // script returns a handler that answers every message by sending events to
 // its sink from another goroutine, gap apart, like a running turn. Each
 // message it got is sent to got when got is not nil.

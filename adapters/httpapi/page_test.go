@@ -32,6 +32,10 @@ type pageAgent struct {
 	got  []core.Message
 }
 
+func (*pageAgent) HandleAction(context.Context, core.Action) core.ActionResult {
+	return core.ActionResult{Err: core.ErrUnknownRequest}
+}
+
 func (a *pageAgent) Handle(_ context.Context, m core.Message) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

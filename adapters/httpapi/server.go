@@ -181,6 +181,7 @@ func (s *Server) routes(base context.Context, h core.Handler) http.Handler {
 	api := http.NewServeMux()
 	api.HandleFunc("POST /v1/chat", func(w http.ResponseWriter, r *http.Request) { s.chat(base, h, w, r) })
 	api.HandleFunc("GET /v1/files/{id}", s.files.serve)
+	api.HandleFunc("POST /v1/permissions", func(w http.ResponseWriter, r *http.Request) { s.permissions(h, w, r) })
 	api.HandleFunc("/v1/chat", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", http.MethodPost)
 		writeError(w, http.StatusMethodNotAllowed, "use POST")

@@ -16,6 +16,10 @@ type recorder chan core.Message
 
 func (r recorder) Handle(_ context.Context, m core.Message) { r <- m }
 
+func (recorder) HandleAction(context.Context, core.Action) core.ActionResult {
+	return core.ActionResult{Err: core.ErrUnknownRequest}
+}
+
 func (r recorder) next(t *testing.T) core.Message {
 	t.Helper()
 	select {
@@ -152,6 +156,10 @@ func TestSlashCommand(t *testing.T) {
 type blocker struct {
 	got     chan core.Message
 	release chan struct{}
+}
+
+func (blocker) HandleAction(context.Context, core.Action) core.ActionResult {
+	return core.ActionResult{Err: core.ErrUnknownRequest}
 }
 
 func (b blocker) Handle(_ context.Context, m core.Message) {

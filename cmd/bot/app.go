@@ -104,6 +104,10 @@ func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 	if queueDepth == 0 {
 		queueDepth = -1 // queue_depth: 0 means none may wait; core's 0 is its default
 	}
+	budgets := core.Budgets{DailyUSDPerUser: cfg.Limits.DailyUSDPerUser, MonthlyUSDPerConversation: cfg.Limits.MonthlyUSDPerConversation}
+	if cfg.Limits.ExemptApprovers { // permissions.approvers are never refused
+		budgets.Exempt = cfg.Permissions.Approvers
+	}
 	d, err := core.NewDispatcher(core.Options{
 		Engines:       engines,
 		DefaultEngine: cfg.Engine,
@@ -117,17 +121,16 @@ func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 		Allow:         cfg.Access.Allow,
 		// The terminal is the operator's own; the HTTP API listens on
 		// loopback or behind its token (config validation insists).
-		Trusted:       []string{"console", "http"},
-		Timeout:       cfg.Timeout,
+		Trusted: []string{"console", "http"},
+		Timeout: cfg.Timeout,
+		Permissions: core.Permissions{Mode: engine.Mode(cfg.Permissions.Mode),
+			Approvers: cfg.Permissions.Approvers, Timeout: cfg.Permissions.Timeout},
 		MaxConcurrent: cfg.MaxConcurrent,
 		QueueDepth:    queueDepth,
 		Logger:        log,
 		Meter:         meter,
 		Footer:        cfg.Footer,
-		// limits.exempt_approvers exempts the approvers once they are
-		// configured (permissions.approvers, with approvals): add them to
-		// Exempt here.
-		Budgets: core.Budgets{DailyUSDPerUser: cfg.Limits.DailyUSDPerUser, MonthlyUSDPerConversation: cfg.Limits.MonthlyUSDPerConversation},
+		Budgets:       budgets,
 	})
 	if err != nil {
 		st.Close()
