@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -233,6 +234,39 @@ func TestPageAsksForToken(t *testing.T) {
 	if n := len(agent.messages()); n != 1 {
 		t.Errorf("the agent got %d messages, want 1 (the refused one never reaches it)", n)
 	}
+	if errs := tab.exceptions(); len(errs) > 0 {
+		t.Errorf("the page threw: %v", errs)
+	}
+}
+
+// TestPagePermissionButtons: a permission request shows with its buttons;
+// Allow lets the agent go on and the request shows its decision, Deny in
+// the next turn refuses, and the question's buttons are gone once decided.
+func TestPagePermissionButtons(t *testing.T) {
+	tab := newTab(t)
+	base := serveDispatcher(t)
+	tab.navigate(base + "/")
+	send := func(text string) {
+		tab.eval(`document.getElementById("prompt").value = `+strconv.Quote(text)+`; document.getElementById("send").click()`, nil)
+	}
+	send("!ask Write {\"file_path\":\"notes.txt\",\"content\":\"x\"}\nwritten")
+	tab.waitFor("the request and its buttons", lastTurn+`?.querySelectorAll(".permission .choices button").length === 3`)
+	if ask := tab.text(lastTurn + `.querySelector(".permission").textContent`); !strings.Contains(ask, "Write") || !strings.Contains(ask, "notes.txt") {
+		t.Errorf("the request shows %q", ask)
+	}
+	tab.eval(`Array.from(`+lastTurn+`.querySelectorAll(".permission button")).find(b => b.textContent === "Allow").click()`, nil)
+	tab.waitFor("the answer goes on", lastTurn+`.querySelector(".text")?.textContent === "echo: written"`)
+	tab.waitFor("the decision shows", lastTurn+`.querySelector(".permission .decision")?.textContent === "✅ Allowed."`)
+	if n := tab.text(`String(` + lastTurn + `.querySelectorAll(".permission button").length)`); n != "0" {
+		t.Errorf("%s buttons left after the decision", n)
+	}
+
+	send("!ask Bash {\"command\":\"rm -rf build\"}\ndone")
+	tab.waitFor("the second request", lastTurn+`?.querySelector(".you")?.textContent.includes("rm -rf") && `+lastTurn+`.querySelectorAll(".permission button").length === 3`)
+	tab.eval(`Array.from(`+lastTurn+`.querySelectorAll(".permission button")).find(b => b.textContent === "Deny").click()`, nil)
+	tab.waitFor("the denial shows", lastTurn+`.querySelector(".permission .decision")?.textContent === "❌ Denied."`)
+	tab.waitFor("the agent carries on", lastTurn+`.querySelector(".tool.failed")?.textContent.startsWith("✗ denied")`)
+	tab.waitFor("the turn ends", lastTurn+`.querySelector(".meta")`)
 	if errs := tab.exceptions(); len(errs) > 0 {
 		t.Errorf("the page threw: %v", errs)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/golem-chat/golem/core"
@@ -16,6 +17,9 @@ type permissionRequest struct {
 	Conversation string `json:"conversation"`
 	ID           string `json:"id"`
 	Decision     string `json:"decision"` // allow | allow_session | deny
+	// Option answers an AskUserQuestion with its option of this index
+	// (with decision allow); the web page's buttons send it.
+	Option *int `json:"option,omitempty"`
 }
 
 // decisionVerbs maps the API's decisions to the data of golem's buttons.
@@ -52,9 +56,16 @@ func (s *Server) permissions(h core.Handler, w http.ResponseWriter, r *http.Requ
 		writeError(w, http.StatusBadRequest, `"decision" must be allow, allow_session or deny`)
 		return
 	}
+	data := "golem:" + verb + ":" + req.ID
+	if req.Option != nil {
+		if verb != "allow" || *req.Option < 0 {
+			writeError(w, http.StatusBadRequest, `"option" goes with decision allow and is at least 0`)
+			return
+		}
+		data = "golem:pick:" + req.ID + ":" + strconv.Itoa(*req.Option)
+	}
 	res := h.HandleAction(r.Context(), core.Action{
-		Platform: "http", Channel: req.Conversation, Thread: req.Conversation, User: "http",
-		Data: "golem:" + verb + ":" + req.ID,
+		Platform: "http", Channel: req.Conversation, Thread: req.Conversation, User: "http", Data: data,
 	})
 	switch {
 	case res.Err == nil:

@@ -113,6 +113,68 @@
     setTimeout(() => URL.revokeObjectURL(a.href), 10000);
   }
 
+  // decisionText is what a decided permission request says.
+  const decisionText = { allow: '✅ Allowed.', allow_session: '✅ Allowed for this session.', deny: '❌ Denied.' };
+
+  // settle replaces a permission request's buttons by its decision.
+  function settle(box, decision) {
+    box.querySelector('.choices')?.remove();
+    if (!box.querySelector('.decision')) box.append(el('div', 'decision', decisionText[decision] || decision));
+  }
+
+  // permissionView shows what the agent asks to do, with one button per
+  // answer; a click posts the decision to /v1/permissions.
+  function permissionView(ev) {
+    const box = el('div', 'permission');
+    box.dataset.id = ev.id || '';
+    const args = ev.args || {};
+    let choices = [['Allow', 'allow'], ['Allow for this session', 'allow_session'], ['Deny', 'deny']];
+    if (ev.tool === 'ExitPlanMode') {
+      box.append(el('div', 'ask', '📝 The agent proposes this plan:'), el('pre', 'detail', String(args.plan ?? '')));
+      choices = [['Approve', 'allow'], ['Keep planning', 'deny']];
+    } else if (ev.tool === 'AskUserQuestion' && ev.questions && ev.questions.length) {
+      const q = ev.questions[0];
+      box.append(el('div', 'ask', '❓ ' + (q.question ?? '')));
+      choices = (q.options || []).map((o, i) => [o.label ?? String(i + 1), 'allow', i]).concat([['Skip', 'deny']]);
+    } else {
+      const what = args.command ?? args.file_path ?? '';
+      box.append(el('div', 'ask', '🔐 The agent wants to use ' + (ev.tool || 'a tool') + (what ? ':' : '')));
+      if (what) box.append(el('pre', 'detail', String(what)));
+    }
+    const row = el('div', 'choices');
+    for (const [label, decision, option] of choices) {
+      const b = el('button', decision === 'deny' ? 'deny' : '', label);
+      b.type = 'button';
+      b.addEventListener('click', () => decide(box, ev.id, decision, option));
+      row.append(b);
+    }
+    box.append(row);
+    return box;
+  }
+
+  async function decide(box, id, decision, option) {
+    const headers = { 'Content-Type': 'application/json' };
+    const token = read('golem.token');
+    if (token) headers.Authorization = 'Bearer ' + token;
+    const body = { conversation, id, decision };
+    if (option !== undefined) body.option = option;
+    box.querySelectorAll('.choices button').forEach((b) => { b.disabled = true; });
+    let res;
+    try {
+      res = await fetch('/v1/permissions', { method: 'POST', headers, body: JSON.stringify(body) });
+    } catch (e) {
+      res = null;
+    }
+    if (res && res.ok) {
+      settle(box, decision);
+    } else if (res && (res.status === 404 || res.status === 409)) {
+      box.querySelector('.choices')?.remove();
+      box.append(el('div', 'decision', 'This was already answered.'));
+    } else {
+      box.querySelectorAll('.choices button').forEach((b) => { b.disabled = false; });
+    }
+  }
+
   function seconds(ms) { return (ms / 1000).toFixed(ms < 10000 ? 1 : 0) + ' s'; }
 
   // A turn's view: the prompt, then the answer's text and tool lines in the
@@ -167,6 +229,15 @@
             textEl = null;
             add(el('div', 'warning', '⚠ ' + (ev.message ?? '')));
             break;
+          case 'permission_request':
+            textEl = null;
+            add(permissionView(ev));
+            break;
+          case 'permission_decision': {
+            const box = answer.querySelector('.permission[data-id="' + CSS.escape(ev.id || '') + '"]');
+            if (box) settle(box, ev.decision);
+            break;
+          }
           case 'done': {
             ended = true;
             answer.querySelector('.pending')?.remove();
