@@ -255,15 +255,7 @@ func TestGeminiRealResumeUnknown(t *testing.T) {
 func TestGeminiRealSkills(t *testing.T) {
 	t.Parallel()
 	c := newRealGemini(t)
-	skills := t.TempDir()
-	const description = "Greets the golem team with the house greeting."
-	md := "---\nname: team-greeting\ndescription: " + description + "\n---\n\nSay \"Hello, golem team!\"\n"
-	if err := os.MkdirAll(filepath.Join(skills, "team-greeting"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(skills, "team-greeting", "SKILL.md"), []byte(md), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	skills, description := realSkill(t)
 	geminiDone(t, c.run(t, c.newEngine(t, geminitest.ScenarioText, engine.Config{SkillsDir: skills}), engine.Turn{Prompt: "Greet the team."}))
 
 	reqs := c.srv.StreamRequests(geminitest.ScenarioText)

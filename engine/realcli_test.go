@@ -111,3 +111,19 @@ func TestNewEnginesRunOnlyInBypass(t *testing.T) {
 		}
 	}
 }
+
+// realSkill makes a skills folder holding one skill, team-greeting, and
+// returns the folder and the skill's description.
+func realSkill(t *testing.T) (dir, description string) {
+	t.Helper()
+	dir = t.TempDir()
+	description = "Greets the golem team with the house greeting."
+	md := "---\nname: team-greeting\ndescription: " + description + "\n---\n\nSay \"Hello, golem team!\"\n"
+	if err := os.MkdirAll(filepath.Join(dir, "team-greeting"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "team-greeting", "SKILL.md"), []byte(md), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, description
+}

@@ -2,11 +2,11 @@ package anthropictest
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/golem-chat/golem/engine/internal/clitest"
 )
 
 // PinnedClaudeVersion is the Claude Code CLI version the recorded fixtures
@@ -23,36 +23,7 @@ const defaultClaudeBin = ".tools/claude-code/node_modules/.bin/claude"
 // when GOLEM_REQUIRE_TOOLS=1 (as `make test` sets).
 func ClaudeBin(t testing.TB) string {
 	t.Helper()
-	bin := os.Getenv("GOLEM_CLAUDE_BIN")
-	if bin == "" {
-		bin = filepath.Join(moduleRoot(), defaultClaudeBin)
-	}
-	if _, err := exec.LookPath(bin); err != nil {
-		if os.Getenv("GOLEM_REQUIRE_TOOLS") == "1" {
-			t.Fatalf("the Claude Code CLI is required (GOLEM_REQUIRE_TOOLS=1) but %s is not runnable: %v; run `make tools`", bin, err)
-		}
-		t.Skipf("the Claude Code CLI is not installed at %s (run `make tools` or set GOLEM_CLAUDE_BIN): %v", bin, err)
-	}
-	return bin
-}
-
-// moduleRoot is the nearest folder above the working directory holding a
-// go.mod ("." when there is none); tests run in their package's folder.
-func moduleRoot() string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "."
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "."
-		}
-		dir = parent
-	}
+	return clitest.Bin(t, "the Claude Code CLI", "GOLEM_CLAUDE_BIN", defaultClaudeBin)
 }
 
 // CLIVars returns the variables that point one run of the real CLI at

@@ -2,11 +2,11 @@ package anthropictest
 
 import (
 	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/golem-chat/golem/engine/internal/clitest"
 )
 
 // PinnedOpenCodeVersion is the OpenCode CLI version the recorded fixtures
@@ -23,17 +23,7 @@ const defaultOpenCodeBin = ".tools/opencode/node_modules/.bin/opencode"
 // fails when GOLEM_REQUIRE_TOOLS=1 (as `make test` sets).
 func OpenCodeBin(t testing.TB) string {
 	t.Helper()
-	bin := os.Getenv("GOLEM_OPENCODE_BIN")
-	if bin == "" {
-		bin = filepath.Join(moduleRoot(), defaultOpenCodeBin)
-	}
-	if _, err := exec.LookPath(bin); err != nil {
-		if os.Getenv("GOLEM_REQUIRE_TOOLS") == "1" {
-			t.Fatalf("the OpenCode CLI is required (GOLEM_REQUIRE_TOOLS=1) but %s is not runnable: %v; run `make tools`", bin, err)
-		}
-		t.Skipf("the OpenCode CLI is not installed at %s (run `make tools` or set GOLEM_OPENCODE_BIN): %v", bin, err)
-	}
-	return bin
+	return clitest.Bin(t, "the OpenCode CLI", "GOLEM_OPENCODE_BIN", defaultOpenCodeBin)
 }
 
 // OpenCodeModel is the model the OpenCode runs of the tests ask for.

@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync/atomic"
+
+	"github.com/golem-chat/golem/engine/internal/clitest"
 )
 
 // Reply is the fake model's answer to one messages request: either content
@@ -186,18 +187,18 @@ func writeStream(w http.ResponseWriter, req *Request, r Reply) {
 		switch b.Type {
 		case "thinking":
 			start["thinking"], start["signature"] = "", ""
-			for _, piece := range chunks(b.Text) {
+			for _, piece := range clitest.Chunks(b.Text) {
 				deltas = append(deltas, map[string]any{"type": "thinking_delta", "thinking": piece})
 			}
 			deltas = append(deltas, map[string]any{"type": "signature_delta", "signature": b.Signature})
 		case "tool_use":
 			start["input"] = map[string]any{}
-			for _, piece := range chunks(string(inputJSON(b))) {
+			for _, piece := range clitest.Chunks(string(inputJSON(b))) {
 				deltas = append(deltas, map[string]any{"type": "input_json_delta", "partial_json": piece})
 			}
 		default:
 			start["text"] = ""
-			for _, piece := range chunks(b.Text) {
+			for _, piece := range clitest.Chunks(b.Text) {
 				deltas = append(deltas, map[string]any{"type": "text_delta", "text": piece})
 			}
 		}
@@ -214,30 +215,3 @@ func writeStream(w http.ResponseWriter, req *Request, r Reply) {
 	})
 	send("message_stop", map[string]any{"type": "message_stop"})
 }
-
-// chunks splits s into pieces of a few words, as a model streams them.
-func chunks(s string) []string {
-	if s == "" {
-		return nil
-	}
-	var out []string
-	for len(s) > 0 {
-		n := 12
-		if n >= len(s) {
-			out = append(out, s)
-			break
-		}
-		// Cut after a space near n when there is one, never inside a rune.
-		if i := strings.IndexByte(s[n:], ' '); i >= 0 && i < 8 {
-			n += i + 1
-		}
-		for n < len(s) && !runeStart(s[n]) {
-			n++
-		}
-		out = append(out, s[:n])
-		s = s[n:]
-	}
-	return out
-}
-
-func runeStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -2,9 +2,10 @@ package geminitest
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/golem-chat/golem/engine/internal/clitest"
 )
 
 // PinnedGeminiVersion is the Gemini CLI version the recorded fixtures come
@@ -21,36 +22,7 @@ const defaultGeminiBin = ".tools/gemini-cli/node_modules/.bin/gemini"
 // when GOLEM_REQUIRE_TOOLS=1 (as `make test` sets).
 func GeminiBin(t testing.TB) string {
 	t.Helper()
-	bin := os.Getenv("GOLEM_GEMINI_BIN")
-	if bin == "" {
-		bin = filepath.Join(moduleRoot(), defaultGeminiBin)
-	}
-	if _, err := exec.LookPath(bin); err != nil {
-		if os.Getenv("GOLEM_REQUIRE_TOOLS") == "1" {
-			t.Fatalf("the Gemini CLI is required (GOLEM_REQUIRE_TOOLS=1) but %s is not runnable: %v; run `make tools`", bin, err)
-		}
-		t.Skipf("the Gemini CLI is not installed at %s (run `make tools` or set GOLEM_GEMINI_BIN): %v", bin, err)
-	}
-	return bin
-}
-
-// moduleRoot is the nearest folder above the working directory holding a
-// go.mod ("." when there is none); tests run in their package's folder.
-func moduleRoot() string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "."
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "."
-		}
-		dir = parent
-	}
+	return clitest.Bin(t, "the Gemini CLI", "GOLEM_GEMINI_BIN", defaultGeminiBin)
 }
 
 // settings is the home's ~/.gemini/settings.json: API-key auth (which the

@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
+
+	"github.com/golem-chat/golem/engine/internal/clitest"
 )
 
 // Reply is the fake model's answer to one generate request: parts (text
@@ -65,7 +66,7 @@ func writeStream(w http.ResponseWriter, req *Request, r Reply) {
 			chunks = append(chunks, []Part{p})
 			continue
 		}
-		for _, piece := range pieces(p.Text) {
+		for _, piece := range clitest.Chunks(p.Text) {
 			chunks = append(chunks, []Part{{Text: piece, Thought: p.Thought}})
 		}
 	}
@@ -82,25 +83,4 @@ func writeStream(w http.ResponseWriter, req *Request, r Reply) {
 			flusher.Flush()
 		}
 	}
-}
-
-// pieces splits s into pieces of a few words, as a model streams them.
-func pieces(s string) []string {
-	var out []string
-	for len(s) > 0 {
-		n := 12
-		if n >= len(s) {
-			out = append(out, s)
-			break
-		}
-		if i := strings.IndexByte(s[n:], ' '); i >= 0 && i < 8 {
-			n += i + 1
-		}
-		for n < len(s) && s[n]&0xC0 == 0x80 {
-			n++
-		}
-		out = append(out, s[:n])
-		s = s[n:]
-	}
-	return out
 }

@@ -1,10 +1,9 @@
 package openaitest
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/golem-chat/golem/engine/internal/clitest"
 )
 
 // PinnedCodexVersion is the Codex CLI version the recorded fixtures come
@@ -21,36 +20,7 @@ const defaultCodexBin = ".tools/codex/node_modules/.bin/codex"
 // when GOLEM_REQUIRE_TOOLS=1 (as `make test` sets).
 func CodexBin(t testing.TB) string {
 	t.Helper()
-	bin := os.Getenv("GOLEM_CODEX_BIN")
-	if bin == "" {
-		bin = filepath.Join(moduleRoot(), defaultCodexBin)
-	}
-	if _, err := exec.LookPath(bin); err != nil {
-		if os.Getenv("GOLEM_REQUIRE_TOOLS") == "1" {
-			t.Fatalf("the Codex CLI is required (GOLEM_REQUIRE_TOOLS=1) but %s is not runnable: %v; run `make tools`", bin, err)
-		}
-		t.Skipf("the Codex CLI is not installed at %s (run `make tools` or set GOLEM_CODEX_BIN): %v", bin, err)
-	}
-	return bin
-}
-
-// moduleRoot is the nearest folder above the working directory holding a
-// go.mod ("." when there is none); tests run in their package's folder.
-func moduleRoot() string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "."
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "."
-		}
-		dir = parent
-	}
+	return clitest.Bin(t, "the Codex CLI", "GOLEM_CODEX_BIN", defaultCodexBin)
 }
 
 // CLIVars returns the variables that point one run of the real Codex CLI,

@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync/atomic"
+
+	"github.com/golem-chat/golem/engine/internal/clitest"
 )
 
 // Reply is the fake model's answer to one responses request: output items
@@ -118,7 +119,7 @@ func writeStream(w http.ResponseWriter, req *Request, r Reply) {
 				"id": itemID, "type": "message", "role": "assistant", "status": "in_progress", "content": []any{}}})
 			send(map[string]any{"type": "response.content_part.added", "item_id": itemID, "output_index": i, "content_index": 0,
 				"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
-			for _, piece := range chunks(o.Text) {
+			for _, piece := range clitest.Chunks(o.Text) {
 				send(map[string]any{"type": "response.output_text.delta", "item_id": itemID, "output_index": i, "content_index": 0, "delta": piece})
 			}
 			part := map[string]any{"type": "output_text", "text": o.Text, "annotations": []any{}}
@@ -129,7 +130,7 @@ func writeStream(w http.ResponseWriter, req *Request, r Reply) {
 			args := o.arguments()
 			send(map[string]any{"type": "response.output_item.added", "output_index": i, "item": map[string]any{
 				"id": itemID, "type": "function_call", "status": "in_progress", "name": o.Name, "call_id": o.CallID, "arguments": ""}})
-			for _, piece := range chunks(args) {
+			for _, piece := range clitest.Chunks(args) {
 				send(map[string]any{"type": "response.function_call_arguments.delta", "item_id": itemID, "output_index": i, "delta": piece})
 			}
 			send(map[string]any{"type": "response.function_call_arguments.done", "item_id": itemID, "output_index": i, "arguments": args})
@@ -139,7 +140,7 @@ func writeStream(w http.ResponseWriter, req *Request, r Reply) {
 				"id": itemID, "type": "reasoning", "summary": []any{}}})
 			send(map[string]any{"type": "response.reasoning_summary_part.added", "item_id": itemID, "output_index": i, "summary_index": 0,
 				"part": map[string]any{"type": "summary_text", "text": ""}})
-			for _, piece := range chunks(o.Text) {
+			for _, piece := range clitest.Chunks(o.Text) {
 				send(map[string]any{"type": "response.reasoning_summary_text.delta", "item_id": itemID, "output_index": i, "summary_index": 0, "delta": piece})
 			}
 			done = map[string]any{"id": itemID, "type": "reasoning", "summary": []any{map[string]any{"type": "summary_text", "text": o.Text}}}
@@ -158,25 +159,4 @@ func writeStream(w http.ResponseWriter, req *Request, r Reply) {
 	completed := response("completed", output)
 	completed["usage"] = usage(req, r)
 	send(map[string]any{"type": "response.completed", "response": completed})
-}
-
-// chunks splits s into pieces of a few words, as a model streams them.
-func chunks(s string) []string {
-	var out []string
-	for len(s) > 0 {
-		n := 12
-		if n >= len(s) {
-			out = append(out, s)
-			break
-		}
-		if i := strings.IndexByte(s[n:], ' '); i >= 0 && i < 8 {
-			n += i + 1
-		}
-		for n < len(s) && s[n]&0xC0 == 0x80 {
-			n++
-		}
-		out = append(out, s[:n])
-		s = s[n:]
-	}
-	return out
 }
