@@ -219,7 +219,7 @@ func TestMetricsCountAPlatformsRateLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Start(a)
-	tg.Fail(1, telegramtest.Failure{Method: "sendMessage", Code: 429, Desc: "Too Many Requests: retry after 1", RetryAfter: 1})
+	tg.Fail("sendMessage", 1, telegramtest.Failure{Code: 429, Desc: "Too Many Requests: retry after 1", RetryAfter: 1})
 	tg.PushPrivate(telegramtest.User{ID: 42, FirstName: "Ada"}, "hello")
 	tg.WaitUntil(t, 20*time.Second, "the answer after the 429", func() bool {
 		for _, m := range tg.BotMessages(42) {

@@ -51,7 +51,7 @@ func startAdapterWith(t testing.TB, fake *discordtest.Server, a *Adapter, h core
 			t.Errorf("Start did not return after cancel")
 		}
 	})
-	if !fake.Wait(wait, func(v discordtest.View) bool { return v.Connected() && v.Calls("PUT", "/applications/") > 0 }) {
+	if !fake.Wait(wait, func(v discordtest.View) bool { return v.Connected() && len(v.Calls("PUT /applications/")) > 0 }) {
 		t.Fatal("the adapter did not connect and register its commands")
 	}
 }
@@ -114,7 +114,7 @@ func TestStartRegistersCommandsAndIntents(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fake := newFake(t, discordtest.Options{})
 			startAdapter(t, fake, Options{Guilds: tt.guilds}, make(recorder, 8))
-			fake.Wait(wait, func(v discordtest.View) bool { return v.Calls("PUT", "/applications/") == len(tt.scopes) })
+			fake.Wait(wait, func(v discordtest.View) bool { return len(v.Calls("PUT /applications/")) == len(tt.scopes) })
 			for _, scope := range tt.scopes {
 				var names []string
 				for _, c := range fake.Commands(scope) {

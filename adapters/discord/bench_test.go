@@ -66,7 +66,7 @@ func BenchmarkLoad(b *testing.B) {
 		// First visible: the first request whose content holds the stamp.
 		var lat []time.Duration
 		seen := map[string]bool{}
-		for _, c := range w.fake.Calls() {
+		for _, c := range w.fake.Calls("") {
 			content, _ := c.Body["content"].(string)
 			ns, ok := strings.CutPrefix(content, "stamp:")
 			if !ok || len(ns) < 19 || seen[ns[:19]] {
@@ -88,7 +88,7 @@ func BenchmarkLoad(b *testing.B) {
 		b.ReportMetric(float64(w.fake.RateLimited()), "429s")
 		b.ReportMetric(float64(wrong), "inexact-answers")
 		b.ReportMetric(elapsed.Seconds(), "s-to-all-final")
-		b.ReportMetric(float64(len(w.fake.Calls())), "requests")
+		b.ReportMetric(float64(len(w.fake.Calls(""))), "requests")
 		if rss := peakRSS(); rss > 0 {
 			b.ReportMetric(float64(rss)/1024, "peak-RSS-MB")
 		}

@@ -19,10 +19,6 @@ import (
 	"github.com/golem-chat/golem/internal/retry"
 )
 
-func prefix(method, p string) func(string, string) bool {
-	return func(m, path string) bool { return m == method && strings.HasPrefix(path, p) }
-}
-
 // TestRetries: a 429 is retried after its retry_after (per route or
 // global), a 5xx with backoff, a 4xx not at all.
 func TestRetries(t *testing.T) {
@@ -34,14 +30,15 @@ func TestRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	fake.Script429(prefix("PATCH", "/channels/c1/messages/"), 1, 300*time.Millisecond, false)
-	fake.Script429(prefix("PATCH", "/channels/c1/messages/"), 1, 200*time.Millisecond, true)
-	fake.ScriptStatus(prefix("PATCH", "/channels/c1/messages/"), 2, http.StatusBadGateway)
+	const route = "PATCH /channels/c1/messages/"
+	fake.Fail(route, 1, discordtest.Failure{Status: http.StatusTooManyRequests, RetryAfter: 300 * time.Millisecond})
+	fake.Fail(route, 1, discordtest.Failure{Status: http.StatusTooManyRequests, RetryAfter: 200 * time.Millisecond, Global: true})
+	fake.Fail(route, 2, discordtest.Failure{Status: http.StatusBadGateway})
 	if err := a.Edit(ctx, ref, "second"); err != nil {
 		t.Fatalf("Edit after 429s and 502s: %v", err)
 	}
 	var edits []discordtest.Call
-	for _, c := range fake.Calls() {
+	for _, c := range fake.Calls("") {
 		if c.Method == "PATCH" {
 			edits = append(edits, c)
 		}
@@ -58,11 +55,11 @@ func TestRetries(t *testing.T) {
 		t.Errorf("content = %q", m.Content)
 	}
 
-	fake.ScriptStatus(prefix("PATCH", "/channels/c1/messages/"), 1, http.StatusForbidden)
+	fake.Fail("PATCH /channels/c1/messages/", 1, discordtest.Failure{Status: http.StatusForbidden})
 	if err := a.Edit(ctx, ref, "third"); err == nil {
 		t.Error("Edit answered 403 returned no error")
 	}
-	if n := fake.CallCount("PATCH", "/channels/c1/messages/"); n != 6 {
+	if n := len(fake.Calls("PATCH /channels/c1/messages/")); n != 6 {
 		t.Errorf("a 403 was retried: %d edit calls, want 6", n)
 	}
 }
@@ -155,18 +152,20 @@ func TestNoDoublePost(t *testing.T) {
 	a.retry.AttemptTimeout = 300 * time.Millisecond
 	a.retry.FirstBackoff = 10 * time.Millisecond
 	ctx := context.Background()
-	create := func(m, p string) bool { return m == "POST" && p == "/channels/c1/messages" }
+	const create = "POST /channels/c1/messages$"
 	for _, tt := range []struct {
 		name   string
 		script func()
 	}{
-		{"500, landed", func() { fake.ScriptLanded(create, 1, http.StatusInternalServerError) }},
-		{"hang, landed", func() { fake.ScriptLanded(create, 1, 0) }},
-		{"502, not landed", func() { fake.ScriptStatus(create, 1, http.StatusBadGateway) }},
-		{"hang, not landed", func() { fake.ScriptHang(create, 1) }},
+		{"500, landed", func() {
+			fake.Fail(create, 1, discordtest.Failure{Status: http.StatusInternalServerError, Landed: true})
+		}},
+		{"hang, landed", func() { fake.Fail(create, 1, discordtest.Failure{Hang: true, Landed: true}) }},
+		{"502, not landed", func() { fake.Fail(create, 1, discordtest.Failure{Status: http.StatusBadGateway}) }},
+		{"hang, not landed", func() { fake.Fail(create, 1, discordtest.Failure{Hang: true}) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			before, calls := len(fake.Messages("c1")), len(fake.Calls())
+			before, calls := len(fake.Messages("c1")), len(fake.Calls(create))
 			tt.script()
 			ref, err := a.Send(ctx, core.Place{Channel: "c1"}, tt.name)
 			if err != nil {
@@ -179,12 +178,7 @@ func TestNoDoublePost(t *testing.T) {
 			if m := msgs[len(msgs)-1]; m.ID != ref.ID || m.Content != tt.name {
 				t.Errorf("Send returned %+v for the message %+v", ref, m)
 			}
-			var creates []discordtest.Call
-			for _, c := range fake.Calls()[calls:] {
-				if create(c.Method, c.Path) {
-					creates = append(creates, c)
-				}
-			}
+			creates := fake.Calls(create)[calls:]
 			if len(creates) != 2 {
 				t.Fatalf("%d create requests, want 2", len(creates))
 			}
@@ -213,13 +207,13 @@ func TestNoDoublePost(t *testing.T) {
 	if _, err := a.Send(ctx, core.Place{Channel: "c2", ReplyTo: id}, "the answer"); err != nil {
 		t.Fatal(err)
 	}
-	hooks := fake.CallCount("POST", "/webhooks/")
-	fake.ScriptLanded(prefix("POST", "/webhooks/"), 1, http.StatusInternalServerError)
+	hooks := len(fake.Calls("POST /webhooks/"))
+	fake.Fail("POST /webhooks/", 1, discordtest.Failure{Status: http.StatusInternalServerError, Landed: true})
 	_, err := a.Send(ctx, core.Place{Channel: "c2", ReplyTo: id}, "a follow-up")
 	if !errors.Is(err, retry.ErrMayHaveLanded) {
 		t.Errorf("a follow-up that may have landed: %v", err)
 	}
-	if n := fake.CallCount("POST", "/webhooks/") - hooks; n != 1 {
+	if n := len(fake.Calls("POST /webhooks/")) - hooks; n != 1 {
 		t.Errorf("the follow-up was sent %d times", n)
 	}
 	var texts []string
@@ -239,11 +233,11 @@ func TestDeferralThatLanded(t *testing.T) {
 	rec := make(recorder, 8)
 	a := startAdapter(t, fake, Options{}, rec)
 	a.retry.FirstBackoff = 10 * time.Millisecond
-	fake.ScriptLanded(prefix("POST", "/interactions/"), 1, http.StatusInternalServerError)
+	fake.Fail("POST /interactions/", 1, discordtest.Failure{Status: http.StatusInternalServerError, Landed: true})
 	id := fake.Command(discordtest.Slash{Channel: "c3", Guild: "g1", User: "u1", Name: "ask",
 		Options: []discordtest.Option{{Name: "prompt", Value: "hi"}}})
 	rec.next(t)
-	if !fake.Wait(wait, func(v discordtest.View) bool { return v.Calls("POST", "/interactions/") == 2 }) {
+	if !fake.Wait(wait, func(v discordtest.View) bool { return len(v.Calls("POST /interactions/")) == 2 }) {
 		t.Fatal("the deferral was not repeated")
 	}
 	if _, err := a.Send(context.Background(), core.Place{Channel: "c3", ReplyTo: id}, "the answer"); err != nil {

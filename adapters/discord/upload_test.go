@@ -30,7 +30,7 @@ func TestOutboxFilesAreAttachedInTheAnswersThread(t *testing.T) {
 		}
 		return file.Name != "" && note != ""
 	}) {
-		t.Fatalf("no attachment and note in the answer's thread; calls %+v", w.fake.Calls())
+		t.Fatalf("no attachment and note in the answer's thread; calls %+v", w.fake.Calls(""))
 	}
 	if file.Name != "report.txt" || string(file.Data) != "the report" {
 		t.Errorf("attached %+v", file)

@@ -56,7 +56,7 @@ func startAdapter(t *testing.T, fo slacktest.Options, edit func(*Options)) (*sla
 			t.Errorf("Start: %v", err)
 		}
 	})
-	if !fake.WaitFor(10*time.Second, func() bool { return fake.Open() == 1 }) {
+	if !fake.Wait(10*time.Second, func() bool { return fake.Open() == 1 }) {
 		t.Fatal("the adapter did not connect")
 	}
 	return fake, a, rec
@@ -145,7 +145,7 @@ func TestSlashCommand(t *testing.T) {
 		if m.Text != tt.want || m.Channel != "C1" || m.User != "U1" || !m.Mentioned || m.Workspace != slacktest.TeamID || m.EventID == "" {
 			t.Errorf("/golem %s: %+v, want text %q", tt.text, m, tt.want)
 		}
-		if !fake.WaitFor(5*time.Second, func() bool { _, ok := fake.Acked(d.EnvelopeID); return ok }) {
+		if !fake.Wait(5*time.Second, func() bool { _, ok := fake.Acked(d.EnvelopeID); return ok }) {
 			t.Error("slash command not acked")
 		}
 	}
@@ -180,10 +180,10 @@ func TestAckBeforeHandling(t *testing.T) {
 	go func() { done <- a.Start(ctx, b) }()
 	defer func() { cancel(); <-done }()
 	defer close(b.release)
-	fake.WaitFor(10*time.Second, func() bool { return fake.Open() == 1 })
+	fake.Wait(10*time.Second, func() bool { return fake.Open() == 1 })
 	d := deliver(t, fake, slacktest.Event{User: "U1", Channel: "C1", Text: mention + " hi"})
 	<-b.got // the handler now holds the message
-	if !fake.WaitFor(10*time.Second, func() bool { _, ok := fake.Acked(d.EnvelopeID); return ok }) {
+	if !fake.Wait(10*time.Second, func() bool { _, ok := fake.Acked(d.EnvelopeID); return ok }) {
 		t.Fatal("the envelope was not acked while the handler was busy")
 	}
 }
@@ -240,7 +240,8 @@ func TestRetries(t *testing.T) {
 	fake, a, _ := startAdapter(t, slacktest.Options{}, nil)
 	a.retry.FirstBackoff = 10 * time.Millisecond
 	ctx := context.Background()
-	fake.Fail("chat.postMessage", slacktest.Fault{Status: 429, RetryAfter: 1}, slacktest.Fault{Status: 503})
+	fake.Fail("chat.postMessage", 1, slacktest.Failure{Status: 429, RetryAfter: 1})
+	fake.Fail("chat.postMessage", 1, slacktest.Failure{Status: 503})
 	ref, err := a.Send(ctx, core.Place{Channel: "C1"}, "after trouble")
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +254,8 @@ func TestRetries(t *testing.T) {
 		t.Errorf("retried %v after a 429 with Retry-After: 1", gap)
 	}
 
-	fake.Fail("chat.update", slacktest.Fault{Status: 429, RetryAfter: 1}, slacktest.Fault{Status: 500})
+	fake.Fail("chat.update", 1, slacktest.Failure{Status: 429, RetryAfter: 1})
+	fake.Fail("chat.update", 1, slacktest.Failure{Status: 500})
 	if err := a.Edit(ctx, ref, "edited"); err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +263,7 @@ func TestRetries(t *testing.T) {
 		t.Errorf("text after retried edit: %q", m.Text)
 	}
 
-	fake.Fail("chat.update", slacktest.Fault{Error: "message_not_found"})
+	fake.Fail("chat.update", 1, slacktest.Failure{Error: "message_not_found"})
 	if err := a.Edit(ctx, ref, "again"); err == nil || !strings.Contains(err.Error(), "message_not_found") {
 		t.Errorf("edit refused by Slack: %v", err)
 	}
@@ -269,11 +271,7 @@ func TestRetries(t *testing.T) {
 		t.Errorf("%d chat.update calls, want 4 (no retry of ok:false)", n)
 	}
 
-	var fails []slacktest.Fault
-	for range maxFailures + 1 {
-		fails = append(fails, slacktest.Fault{Status: 502})
-	}
-	fake.Fail("chat.postMessage", fails...)
+	fake.Fail("chat.postMessage", maxFailures+1, slacktest.Failure{Status: 502})
 	if _, err := a.Send(ctx, core.Place{Channel: "C2"}, "doomed"); err == nil {
 		t.Error("a post that always fails succeeded")
 	}
@@ -293,18 +291,18 @@ func TestNoDoublePost(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name   string
-		fault  slacktest.Fault
+		fault  slacktest.Failure
 		thread bool
 		posts  int // chat.postMessage calls
 	}{
-		{"500, landed", slacktest.Fault{Status: 500, Landed: true}, false, 1},
-		{"500, not landed", slacktest.Fault{Status: 500}, false, 2},
-		{"hang, landed", slacktest.Fault{Hang: true, Landed: true}, false, 1},
-		{"hang, not landed", slacktest.Fault{Hang: true}, false, 2},
-		{"internal_error, landed", slacktest.Fault{Error: "internal_error", Landed: true}, false, 1},
-		{"500 in a thread, landed", slacktest.Fault{Status: 500, Landed: true}, true, 1},
-		{"hang in a thread, landed", slacktest.Fault{Hang: true, Landed: true}, true, 1},
-		{"500 in a thread, not landed", slacktest.Fault{Status: 500}, true, 2},
+		{"500, landed", slacktest.Failure{Status: 500, Landed: true}, false, 1},
+		{"500, not landed", slacktest.Failure{Status: 500}, false, 2},
+		{"hang, landed", slacktest.Failure{Hang: true, Landed: true}, false, 1},
+		{"hang, not landed", slacktest.Failure{Hang: true}, false, 2},
+		{"internal_error, landed", slacktest.Failure{Error: "internal_error", Landed: true}, false, 1},
+		{"500 in a thread, landed", slacktest.Failure{Status: 500, Landed: true}, true, 1},
+		{"hang in a thread, landed", slacktest.Failure{Hang: true, Landed: true}, true, 1},
+		{"500 in a thread, not landed", slacktest.Failure{Status: 500}, true, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			place, lookup := core.Place{Channel: "C1"}, "conversations.history"
@@ -313,7 +311,7 @@ func TestNoDoublePost(t *testing.T) {
 			}
 			before := len(fake.BotMessages("C1"))
 			posts, lookups := fake.Count("chat.postMessage", 0), fake.Count(lookup, 200)
-			fake.Fail("chat.postMessage", tt.fault)
+			fake.Fail("chat.postMessage", 1, tt.fault)
 			// The same text as a message already there: only a post of
 			// this Send may count as landed.
 			ref, err := a.Send(ctx, place, "same")
@@ -339,7 +337,7 @@ func TestNoDoublePost(t *testing.T) {
 
 	// A post refused before it went out needs no lookup.
 	lookups := fake.Count("conversations.history", 0)
-	fake.Fail("chat.postMessage", slacktest.Fault{Status: 429, RetryAfter: 1})
+	fake.Fail("chat.postMessage", 1, slacktest.Failure{Status: 429, RetryAfter: 1})
 	if _, err := a.Send(ctx, core.Place{Channel: "C1"}, "after a 429"); err != nil {
 		t.Fatal(err)
 	}
@@ -378,11 +376,11 @@ func TestTyping(t *testing.T) {
 			return (len(msg.Reactions) == 1 && msg.Reactions[0] == "hourglass_flowing_sand") == want
 		}
 	}
-	if !fake.WaitFor(10*time.Second, has(true)) {
+	if !fake.Wait(10*time.Second, has(true)) {
 		t.Fatal("no working reaction")
 	}
 	stop()
-	if !fake.WaitFor(10*time.Second, func() bool { return has(false)() && fake.Count("reactions.remove", 200) == 1 }) {
+	if !fake.Wait(10*time.Second, func() bool { return has(false)() && fake.Count("reactions.remove", 200) == 1 }) {
 		t.Fatal("the working reaction stayed")
 	}
 }
@@ -395,10 +393,10 @@ func TestTypingAfterLateFailures(t *testing.T) {
 	a.retry.FirstBackoff = time.Millisecond
 	d := deliver(t, fake, slacktest.Event{User: "U1", Channel: "C1", Text: mention + " work"})
 	m := rec.next(t)
-	fake.Fail("reactions.add", slacktest.Fault{Status: 500, Landed: true})
-	fake.Fail("reactions.remove", slacktest.Fault{Status: 503, Landed: true})
+	fake.Fail("reactions.add", 1, slacktest.Failure{Status: 500, Landed: true})
+	fake.Fail("reactions.remove", 1, slacktest.Failure{Status: 503, Landed: true})
 	stop := a.Typing(context.Background(), m)
-	if !fake.WaitFor(10*time.Second, func() bool { return fake.Count("reactions.add", 200) == 1 }) {
+	if !fake.Wait(10*time.Second, func() bool { return fake.Count("reactions.add", 200) == 1 }) {
 		t.Fatal("reactions.add was not repeated")
 	}
 	stop()
@@ -406,7 +404,7 @@ func TestTypingAfterLateFailures(t *testing.T) {
 		msg, _ := fake.Message("C1", d.TS)
 		return len(msg.Reactions) == 0 && fake.Count("reactions.remove", 200) == 1
 	}
-	if !fake.WaitFor(10*time.Second, gone) {
+	if !fake.Wait(10*time.Second, gone) {
 		msg, _ := fake.Message("C1", d.TS)
 		t.Fatalf("reactions %v after stop; calls %+v", msg.Reactions, fake.Calls("reactions.remove"))
 	}
@@ -441,7 +439,7 @@ func TestAttachmentByID(t *testing.T) {
 	fake, _, rec := startAdapter(t, slacktest.Options{}, nil)
 	f := fake.AddFile("a.txt", "text/plain", []byte("abc"))
 	stub := map[string]any{"id": f["id"], "file_access": "check_file_info"}
-	fake.Fail("files.info", slacktest.Fault{Status: 500})
+	fake.Fail("files.info", 1, slacktest.Failure{Status: 500})
 	deliver(t, fake, slacktest.Event{Type: "message", ChannelType: "im", SubType: "file_share", User: "U1", Channel: "D1", Text: "see", Files: []map[string]any{stub}})
 	m := rec.next(t)
 	if len(m.Attachments) != 1 || m.Attachments[0].Name != "a.txt" || m.Attachments[0].Size != 3 {
@@ -455,7 +453,7 @@ func TestAttachmentKeepsOrder(t *testing.T) {
 	fake, _, rec := startAdapter(t, slacktest.Options{}, nil)
 	f := fake.AddFile("a.txt", "text/plain", []byte("abc"))
 	stub := map[string]any{"id": f["id"], "file_access": "check_file_info"}
-	fake.Fail("files.info", slacktest.Fault{Status: 500}) // the download waits out a backoff
+	fake.Fail("files.info", 1, slacktest.Failure{Status: 500}) // the download waits out a backoff
 	deliver(t, fake, slacktest.Event{Type: "message", ChannelType: "im", SubType: "file_share", User: "U1", Channel: "D1", Text: "see the file", Files: []map[string]any{stub}})
 	deliver(t, fake, slacktest.Event{Type: "message", ChannelType: "im", User: "U1", Channel: "D1", Text: "and fix it"})
 	deliver(t, fake, slacktest.Event{Type: "message", ChannelType: "im", User: "U1", Channel: "D1", Text: "thanks"})
@@ -469,11 +467,7 @@ func TestAttachmentKeepsOrder(t *testing.T) {
 func TestStartWaitsForSlack(t *testing.T) {
 	fake := slacktest.New(slacktest.Options{})
 	defer fake.Close()
-	var fails []slacktest.Fault
-	for range 2 * maxFailures {
-		fails = append(fails, slacktest.Fault{Status: 503})
-	}
-	fake.Fail("auth.test", fails...)
+	fake.Fail("auth.test", 2*maxFailures, slacktest.Failure{Status: 503})
 	a, err := New(Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, APIURL: fake.URL})
 	if err != nil {
 		t.Fatal(err)
@@ -498,7 +492,7 @@ func TestStartWaitsForSlack(t *testing.T) {
 // deliverWhenOpen waits for the adapter's socket, then delivers ev.
 func deliverWhenOpen(t *testing.T, fake *slacktest.Server, ev slacktest.Event) {
 	t.Helper()
-	if !fake.WaitFor(20*time.Second, func() bool { return fake.Open() == 1 }) {
+	if !fake.Wait(20*time.Second, func() bool { return fake.Open() == 1 }) {
 		t.Fatal("the adapter did not connect")
 	}
 	deliver(t, fake, ev)
@@ -507,7 +501,7 @@ func deliverWhenOpen(t *testing.T, fake *slacktest.Server, ev slacktest.Event) {
 func TestReconnect(t *testing.T) {
 	fake, _, rec := startAdapter(t, slacktest.Options{}, nil)
 	fake.DropSockets()
-	if !fake.WaitFor(20*time.Second, func() bool { return fake.Connects() == 2 && fake.Open() == 1 }) {
+	if !fake.Wait(20*time.Second, func() bool { return fake.Connects() == 2 && fake.Open() == 1 }) {
 		t.Fatal("no reconnect after a dropped socket")
 	}
 	deliver(t, fake, slacktest.Event{User: "U1", Channel: "C1", Text: mention + " still there?"})
@@ -515,7 +509,7 @@ func TestReconnect(t *testing.T) {
 		t.Fatalf("after reconnect: %+v", m)
 	}
 	fake.RequestDisconnect()
-	if !fake.WaitFor(20*time.Second, func() bool { return fake.Connects() == 3 && fake.Open() == 1 }) {
+	if !fake.Wait(20*time.Second, func() bool { return fake.Connects() == 3 && fake.Open() == 1 }) {
 		t.Fatal("no reconnect after a disconnect request")
 	}
 	deliver(t, fake, slacktest.Event{User: "U1", Channel: "C1", Text: mention + " and now?"})

@@ -45,7 +45,7 @@ func startBot(t testing.TB, fake *slacktest.Server, agentLog string, cfg botConf
 	}
 	connects := fake.Connects()
 	b.Start(a)
-	if !fake.WaitFor(20*time.Second, func() bool { return fake.Connects() > connects && fake.Open() == 1 }) {
+	if !fake.Wait(20*time.Second, func() bool { return fake.Connects() > connects && fake.Open() == 1 }) {
 		t.Fatal("golem did not connect to the fake Slack")
 	}
 	return b
@@ -71,7 +71,7 @@ func (b *bot) say(ev slacktest.Event) slacktest.Delivery {
 func (b *bot) answer(channel, ts, text string) slacktest.Message {
 	b.t.Helper()
 	var found slacktest.Message
-	ok := b.fake.WaitFor(30*time.Second, func() bool {
+	ok := b.fake.Wait(30*time.Second, func() bool {
 		if m, _ := b.fake.Message(channel, ts); len(m.Reactions) != 0 {
 			return false
 		}
@@ -206,12 +206,12 @@ func TestE2EStop(t *testing.T) {
 	} {
 		runs := len(b.runs())
 		d := b.say(slacktest.Event{Channel: "C1", Text: mention + " !text 30\n!hang"})
-		if !b.fake.WaitFor(30*time.Second, func() bool { return len(b.runs()) == runs+1 }) {
+		if !b.fake.Wait(30*time.Second, func() bool { return len(b.runs()) == runs+1 }) {
 			t.Fatal("the agent did not start")
 		}
 		// Stop once the whole partial answer shows: under load the agent
 		// may still be writing it when it has started.
-		if !b.fake.WaitFor(30*time.Second, func() bool {
+		if !b.fake.Wait(30*time.Second, func() bool {
 			for _, m := range b.fake.BotMessages("C1") {
 				if m.Text == "the quick brown fox jumps over" {
 					return true
@@ -229,7 +229,7 @@ func TestE2EStop(t *testing.T) {
 func TestE2EUnauthorizedUser(t *testing.T) {
 	b := newE2E(t, botConfig{})
 	d := b.say(slacktest.Event{User: "U666", Channel: "C1", Text: mention + " rm -rf /"})
-	if !b.fake.WaitFor(30*time.Second, func() bool {
+	if !b.fake.Wait(30*time.Second, func() bool {
 		for _, m := range b.fake.BotMessages("C1") {
 			if strings.Contains(m.Text, "not allowed") && strings.Contains(m.Text, "slack:U666") {
 				return true
@@ -298,11 +298,8 @@ func joinTexts(ms []slacktest.Message) string {
 
 func TestE2ERateLimitStorm(t *testing.T) {
 	b := newE2E(t, botConfig{})
-	storm := make([]slacktest.Fault, 5)
-	for i := range storm {
-		storm[i] = slacktest.Fault{Status: 429, RetryAfter: 1}
-	}
-	b.fake.Fail("chat.update", storm...)
+	const storm = 5
+	b.fake.Fail("chat.update", storm, slacktest.Failure{Status: 429, RetryAfter: 1})
 	d := b.say(slacktest.Event{Channel: "C1", Text: mention + " !delta-rate 10ms 200"})
 	ans := b.answer("C1", d.TS, strings.Repeat("x", 200))
 	calls := b.fake.Calls("chat.update")
@@ -316,8 +313,8 @@ func TestE2ERateLimitStorm(t *testing.T) {
 			t.Errorf("chat.update retried %v after a 429 with Retry-After: 1", calls[i+1].At.Sub(c.At))
 		}
 	}
-	if limited != len(storm) {
-		t.Fatalf("%d calls were rate limited, want %d", limited, len(storm))
+	if limited != storm {
+		t.Fatalf("%d calls were rate limited, want %d", limited, storm)
 	}
 	// Without the storm the 2 s answer takes two or three edits; with five
 	// seconds of 429s the streamer coalesces everything into one or two.
@@ -332,7 +329,7 @@ func TestE2EReconnect(t *testing.T) {
 	d := b.say(slacktest.Event{Channel: "C1", Text: mention + " before"})
 	b.answer("C1", d.TS, "echo: before")
 	b.fake.DropSockets()
-	if !b.fake.WaitFor(30*time.Second, func() bool { return b.fake.Connects() == 2 && b.fake.Open() == 1 }) {
+	if !b.fake.Wait(30*time.Second, func() bool { return b.fake.Connects() == 2 && b.fake.Open() == 1 }) {
 		t.Fatal("no reconnect")
 	}
 	d2 := b.say(slacktest.Event{Channel: "C1", Text: mention + " after"})
@@ -343,7 +340,7 @@ func TestE2EAttachment(t *testing.T) {
 	b := newE2E(t, botConfig{})
 	f := b.fake.AddFile("report.txt", "text/plain", []byte("quarterly numbers"))
 	d := b.say(slacktest.Event{Channel: "C1", Text: mention + " summarize", Files: []map[string]any{f}})
-	if !b.fake.WaitFor(30*time.Second, func() bool {
+	if !b.fake.Wait(30*time.Second, func() bool {
 		for _, m := range b.fake.BotMessages("C1") {
 			if strings.HasPrefix(m.Text, "echo: summarize") && strings.Contains(m.Text, "report.txt") {
 				return true
@@ -362,7 +359,7 @@ func TestE2EAttachment(t *testing.T) {
 func TestE2ELongAnswerContinuesWithFencesIntact(t *testing.T) {
 	b := newE2E(t, botConfig{})
 	d := b.say(slacktest.Event{Channel: "C1", Text: mention + " !fence"})
-	if !b.fake.WaitFor(30*time.Second, func() bool {
+	if !b.fake.Wait(30*time.Second, func() bool {
 		m, _ := b.fake.Message("C1", d.TS)
 		return len(m.Reactions) == 0 && len(b.runs()) == 1 && strings.Contains(joinTexts(b.fake.BotMessages("C1")), "a test for it as well.")
 	}) {
@@ -391,7 +388,7 @@ func TestE2EStrangersFilesAreNotDownloaded(t *testing.T) {
 	b := newE2E(t, botConfig{})
 	f := b.fake.AddFile("payload.bin", "application/octet-stream", []byte("a stranger's file"))
 	b.say(slacktest.Event{User: "U666", Channel: "C1", Text: mention + " look", Files: []map[string]any{f}})
-	if !b.fake.WaitFor(30*time.Second, func() bool {
+	if !b.fake.Wait(30*time.Second, func() bool {
 		return strings.Contains(joinTexts(b.fake.BotMessages("C1")), "not allowed")
 	}) {
 		t.Fatal("no refusal")

@@ -61,7 +61,7 @@ func runLoad(b *testing.B, convs, deltas int) {
 		}
 		return n
 	}
-	if !fake.WaitFor(10*time.Minute, func() bool { return finals() == convs }) {
+	if !fake.Wait(10*time.Minute, func() bool { return finals() == convs }) {
 		b.Fatalf("%d of %d final texts landed", finals(), convs)
 	}
 	all := time.Since(start)

@@ -16,7 +16,7 @@ func TestE2EOutboxFilesAreUploadedInTheAnswersThread(t *testing.T) {
 		strings.Repeat("x", 101) + "\nhere it is"})
 	ans := b.answer("C1", d.TS, "echo: here it is")
 	var note slacktest.Message
-	if !b.fake.WaitFor(30*time.Second, func() bool {
+	if !b.fake.Wait(30*time.Second, func() bool {
 		for _, m := range b.fake.BotMessages("C1") {
 			if strings.Contains(m.Text, "huge.bin") {
 				note = m

@@ -232,12 +232,12 @@ func TestForumTopic(t *testing.T) {
 func TestHTMLRejectedResendsPlainText(t *testing.T) {
 	s := telegramtest.New(t, telegramtest.Options{})
 	a, _, _ := start(t, s, Options{})
-	s.Fail(1, telegramtest.Failure{Method: "sendMessage", HTMLOnly: true, Code: 400, Desc: "Bad Request: can't parse entities: Unsupported start tag"})
+	s.Fail("sendMessage", 1, telegramtest.Failure{HTMLOnly: true, Code: 400, Desc: "Bad Request: can't parse entities: Unsupported start tag"})
 	ref, err := a.Send(context.Background(), core.Place{Channel: "42"}, "**bold** & <x>")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Fail(1, telegramtest.Failure{Method: "editMessageText", HTMLOnly: true, Code: 400, Desc: "Bad Request: can't parse entities: x"})
+	s.Fail("editMessageText", 1, telegramtest.Failure{HTMLOnly: true, Code: 400, Desc: "Bad Request: can't parse entities: x"})
 	if err := a.Edit(context.Background(), ref, "**bolder** & <x>"); err != nil {
 		t.Fatal(err)
 	}
@@ -250,8 +250,8 @@ func TestHTMLRejectedResendsPlainText(t *testing.T) {
 func TestRetries(t *testing.T) {
 	s := telegramtest.New(t, telegramtest.Options{})
 	a, _, _ := start(t, s, Options{})
-	s.Fail(1, telegramtest.Failure{Method: "sendMessage", Code: 429, Desc: "Too Many Requests: retry after 1", RetryAfter: 1})
-	s.Fail(2, telegramtest.Failure{Method: "sendMessage", Code: 502, Desc: "Bad Gateway"})
+	s.Fail("sendMessage", 1, telegramtest.Failure{Code: 429, Desc: "Too Many Requests: retry after 1", RetryAfter: 1})
+	s.Fail("sendMessage", 2, telegramtest.Failure{Code: 502, Desc: "Bad Gateway"})
 	if _, err := a.Send(context.Background(), core.Place{Channel: "42"}, "through"); err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestRetries(t *testing.T) {
 	if got := s.BotMessages(42); len(got) != 1 || got[0].Text != "through" {
 		t.Fatalf("bot messages = %+v", got)
 	}
-	s.Fail(1, telegramtest.Failure{Method: "sendMessage", Code: 403, Desc: "Forbidden: bot was blocked by the user"})
+	s.Fail("sendMessage", 1, telegramtest.Failure{Code: 403, Desc: "Forbidden: bot was blocked by the user"})
 	_, err := a.Send(context.Background(), core.Place{Channel: "42"}, "blocked")
 	if err == nil || !strings.Contains(err.Error(), "blocked") {
 		t.Fatalf("a 403 answered %v", err)
@@ -275,7 +275,7 @@ func TestRetries(t *testing.T) {
 func TestStalledCallIsRetried(t *testing.T) {
 	s := telegramtest.New(t, telegramtest.Options{})
 	a, _, _ := start(t, s, Options{callTimeout: 200 * time.Millisecond})
-	s.Fail(1, telegramtest.Failure{Method: "sendMessage", Hang: true})
+	s.Fail("sendMessage", 1, telegramtest.Failure{Hang: true})
 	if _, err := a.Send(context.Background(), core.Place{Channel: "42"}, "through"); err != nil {
 		t.Fatal(err)
 	}
@@ -300,11 +300,11 @@ func TestAmbiguousPosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []telegramtest.Failure{
-		{Method: "sendMessage", Code: 502, Desc: "Bad Gateway", Landed: true},
-		{Method: "sendMessage", Hang: true, Landed: true},
+		{Code: 502, Desc: "Bad Gateway", Landed: true},
+		{Hang: true, Landed: true},
 	} {
 		msgs, calls := len(s.BotMessages(42)), len(s.Calls("sendMessage"))
-		s.Fail(1, f)
+		s.Fail("sendMessage", 1, f)
 		err := a.SendActivity(ctx, answer, "🔧 `ls`")
 		if !errors.Is(err, retry.ErrMayHaveLanded) {
 			t.Errorf("activity after %+v: %v, want ErrMayHaveLanded", f, err)
@@ -318,7 +318,7 @@ func TestAmbiguousPosts(t *testing.T) {
 	}
 
 	msgs := len(s.BotMessages(42))
-	s.Fail(1, telegramtest.Failure{Method: "sendMessage", Code: 502, Desc: "Bad Gateway", Landed: true})
+	s.Fail("sendMessage", 1, telegramtest.Failure{Code: 502, Desc: "Bad Gateway", Landed: true})
 	if _, err := a.Send(ctx, core.Place{Channel: "42"}, "an answer is never lost"); err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestAmbiguousPosts(t *testing.T) {
 		t.Errorf("an answer whose post landed and failed: %d new messages, want 2 (repeated)", n)
 	}
 
-	s.Fail(1, telegramtest.Failure{Method: "editMessageText", Code: 502, Desc: "Bad Gateway", Landed: true})
+	s.Fail("editMessageText", 1, telegramtest.Failure{Code: 502, Desc: "Bad Gateway", Landed: true})
 	if err := a.Edit(ctx, answer, "edited"); err != nil {
 		t.Fatalf("an edit that landed and failed: %v", err)
 	}
@@ -461,7 +461,7 @@ func TestBudgetsKeepWithinTelegramsLimits(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := s.TooMany(); n != 0 {
+	if n := s.RateLimited(); n != 0 {
 		t.Fatalf("the fake answered 429 %d times", n)
 	}
 	if n := len(s.BotMessages(42)); n != 6 {
@@ -629,7 +629,7 @@ func TestEveryCallIntoAChatTakesFromOneBudget(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := s.TooMany(); n != 0 {
+	if n := s.RateLimited(); n != 0 {
 		t.Fatalf("the fake answered 429 %d times", n)
 	}
 	for i := range 6 {
@@ -647,11 +647,11 @@ func TestRetryAfterAServerErrorWaitsForTheChatsBudget(t *testing.T) {
 	if _, err := a.Send(ctx, core.Place{Channel: "42"}, "one"); err != nil {
 		t.Fatal(err)
 	}
-	s.Fail(1, telegramtest.Failure{Method: "sendMessage", Code: 500, Desc: "Internal Server Error"})
+	s.Fail("sendMessage", 1, telegramtest.Failure{Code: 500, Desc: "Internal Server Error"})
 	if _, err := a.Send(ctx, core.Place{Channel: "42"}, "two"); err != nil {
 		t.Fatal(err)
 	}
-	if n := s.TooMany(); n != 0 {
+	if n := s.RateLimited(); n != 0 {
 		t.Fatalf("the fake answered 429 %d times: the retry did not wait for the chat's budget", n)
 	}
 	if ms := s.BotMessages(42); len(ms) != 2 || ms[1].Text != "two" {

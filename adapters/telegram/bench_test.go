@@ -116,7 +116,7 @@ func streamChats(b *testing.B, chats, deltas, size int, spread time.Duration) {
 			http = append(http, ms[0].At.Sub(g.granted))
 		}
 	}
-	b.ReportMetric(float64(st.s.TooMany()), "429s")
+	b.ReportMetric(float64(st.s.RateLimited()), "429s")
 	first, cont, edits := limitedCalls(st.s)
 	b.ReportMetric(float64(first), "429-first-sends")
 	b.ReportMetric(float64(cont), "429-continuations")

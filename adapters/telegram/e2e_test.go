@@ -111,7 +111,7 @@ func TestE2EDirectMessageStreamsAndResumes(t *testing.T) {
 	if id, ok := inv[1].Flag("--resume"); !ok || id != inv[0].SessionID {
 		t.Fatalf("second run resumes %q, want the first session %q", id, inv[0].SessionID)
 	}
-	if n := st.s.TooMany(); n != 0 {
+	if n := st.s.RateLimited(); n != 0 {
 		t.Errorf("the fake answered 429 %d times", n)
 	}
 	if len(st.s.Calls("sendChatAction")) == 0 {
@@ -196,7 +196,7 @@ func TestE2EForumTopicsAreConversations(t *testing.T) {
 func TestE2EHTMLRejectedFallsBackToPlainText(t *testing.T) {
 	st := newStack(t, telegramtest.Options{})
 	st.up()
-	st.s.Fail(100, telegramtest.Failure{HTMLOnly: true, Code: 400, Desc: "Bad Request: can't parse entities: Unsupported start tag \"b\" at byte offset 0"})
+	st.s.Fail("", 100, telegramtest.Failure{HTMLOnly: true, Code: 400, Desc: "Bad Request: can't parse entities: Unsupported start tag \"b\" at byte offset 0"})
 	st.s.PushPrivate(ann, "**bold** & <b>")
 	m := st.waitText(42, "echo:")
 	st.s.WaitUntil(t, 20*time.Second, "the final text", func() bool {
@@ -211,7 +211,7 @@ func TestE2EHTMLRejectedFallsBackToPlainText(t *testing.T) {
 func TestE2ERateLimitStormKeepsTheExactText(t *testing.T) {
 	st := newStack(t, telegramtest.Options{})
 	st.up()
-	st.s.Fail(6, telegramtest.Failure{Code: 429, Desc: "Too Many Requests: retry after 1", RetryAfter: 1})
+	st.s.Fail("", 6, telegramtest.Failure{Code: 429, Desc: "Too Many Requests: retry after 1", RetryAfter: 1})
 	st.s.PushPrivate(ann, "!delta-rate 20ms 120")
 	want := strings.Repeat("x", 120)
 	st.s.WaitUntil(t, 30*time.Second, "the exact final text", func() bool {
@@ -303,7 +303,7 @@ func TestE2EDraftsStreamThenPostTheFinalText(t *testing.T) {
 	if tool.ReplyTo == 0 || tool.ReplyTo == answer.ID {
 		t.Errorf("tool activity %+v: want a reply to the user's message while the answer is a draft", tool)
 	}
-	if n := st.s.TooMany(); n != 0 {
+	if n := st.s.RateLimited(); n != 0 {
 		t.Errorf("the fake answered 429 %d times", n)
 	}
 }

@@ -41,7 +41,7 @@ func TestE2EOutboxFilesAreSentAsRepliesToTheAnswer(t *testing.T) {
 	if note.ReplyTo != answer.ID || !strings.Contains(note.Text, "(101 bytes) is over the 100 bytes") {
 		t.Errorf("the file over the cap got %+v", note)
 	}
-	if n := st.s.TooMany(); n != 0 {
+	if n := st.s.RateLimited(); n != 0 {
 		t.Errorf("the fake answered 429 %d times", n)
 	}
 }

@@ -109,7 +109,7 @@ type script429 struct {
 	retryAfter time.Duration
 	global     bool
 	status     int  // not 429: answer this status instead
-	late       bool // the request takes effect (landed) or is held (hang) first; see ScriptLanded
+	late       bool // the request takes effect (landed) or is held (hang) first; see Fail
 	landed     bool
 }
 
@@ -245,41 +245,56 @@ func (s *Server) DM(channel string) {
 	s.mu.Unlock()
 }
 
-// Script429 makes the next count requests matching match answer 429 with
-// retry_after (and, when global, X-RateLimit-Global) before any other check.
-func (s *Server) Script429(match func(method, path string) bool, count int, retryAfter time.Duration, global bool) {
+// Failure scripts the answer to future requests (see Fail).
+type Failure struct {
+	Status     int           // 429, 500, 502, 403, ...; unused with Hang
+	RetryAfter time.Duration // the retry_after of a 429
+	Global     bool          // a 429 that is global (X-RateLimit-Global)
+	// Hang holds the request unanswered until the client gives up (a
+	// stalled connection).
+	Hang bool
+	// Landed lets the request take effect (a message is created, edited,
+	// ...) before it fails or hangs, as Discord may when it fails late.
+	Landed bool
+}
+
+// Fail makes the next n requests matching route answer with f, before any
+// other check. A route is "METHOD /path-prefix", the path as after /api/v9
+// ("PATCH /channels/c1/messages/"); a path ending in "$" must match whole
+// ("POST /channels/c1/messages$"); "" matches every request.
+func (s *Server) Fail(route string, n int, f Failure) {
+	sc := &script429{match: routeMatch(route), left: n, retryAfter: f.RetryAfter, global: f.Global}
+	switch {
+	case f.Landed || f.Hang:
+		sc.late, sc.landed = true, f.Landed
+		if !f.Hang {
+			sc.status = f.Status
+		}
+	case f.Status != http.StatusTooManyRequests:
+		sc.status = f.Status
+	}
 	s.mu.Lock()
-	s.scripts = append(s.scripts, &script429{match: match, left: count, retryAfter: retryAfter, global: global})
+	s.scripts = append(s.scripts, sc)
 	s.mu.Unlock()
 }
 
-// ScriptStatus makes the next count requests matching match answer status
-// (a 5xx, say) with a JSON error body.
-func (s *Server) ScriptStatus(match func(method, path string) bool, count, status int) {
-	s.mu.Lock()
-	s.scripts = append(s.scripts, &script429{match: match, left: count, status: status})
-	s.mu.Unlock()
+// routeMatch returns the matcher of a route as Fail and Calls take it.
+func routeMatch(route string) func(method, path string) bool {
+	method, prefix, _ := strings.Cut(route, " ")
+	whole := strings.HasSuffix(prefix, "$")
+	prefix = strings.TrimSuffix(prefix, "$")
+	return func(m, p string) bool {
+		if method != "" && m != method {
+			return false
+		}
+		if whole {
+			return p == prefix
+		}
+		return strings.HasPrefix(p, prefix)
+	}
 }
 
-// ScriptLanded makes the next count requests matching match take effect
-// (a message is created, edited, ...) and then answer status anyway, as
-// Discord may when it fails late; a status of 0 holds the answer until the
-// client gives up instead.
-func (s *Server) ScriptLanded(match func(method, path string) bool, count, status int) {
-	s.mu.Lock()
-	s.scripts = append(s.scripts, &script429{match: match, left: count, status: status, late: true, landed: true})
-	s.mu.Unlock()
-}
-
-// ScriptHang makes the next count requests matching match go unanswered,
-// without effect, until the client gives up (a stalled connection).
-func (s *Server) ScriptHang(match func(method, path string) bool, count int) {
-	s.mu.Lock()
-	s.scripts = append(s.scripts, &script429{match: match, left: count, late: true})
-	s.mu.Unlock()
-}
-
-// late serves the requests that ScriptLanded and ScriptHang script and
+// late serves the requests that Fail scripts to land or hang, and
 // hands every other one to next.
 func (s *Server) late(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -334,19 +349,12 @@ func (s *Server) ExpireTokens() {
 
 // Snapshot accessors, each copying under the lock.
 
-// Calls returns every recorded REST call so far.
-func (s *Server) Calls() []Call {
+// Calls returns the recorded requests matching route (as Fail takes it;
+// "" for all), oldest first.
+func (s *Server) Calls(route string) []Call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Call(nil), s.calls...)
-}
-
-// CallCount is the number of recorded calls matching method ("" for
-// any) and a path prefix.
-func (s *Server) CallCount(method, pathPrefix string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return View{s}.Calls(method, pathPrefix)
+	return View{s}.Calls(route)
 }
 
 // RateLimited is how many requests answered 429 (scripted or budget).
@@ -425,16 +433,16 @@ func (v View) Interaction(id string) (Interaction, bool) {
 	return *in, true
 }
 
-// Calls returns the number of recorded calls matching method and a path
-// prefix (method "" matches any).
-func (v View) Calls(method, pathPrefix string) int {
-	n := 0
+// Calls returns the recorded requests matching route, like Server.Calls.
+func (v View) Calls(route string) []Call {
+	match := routeMatch(route)
+	var out []Call
 	for _, c := range v.s.calls {
-		if (method == "" || c.Method == method) && strings.HasPrefix(c.Path, pathPrefix) {
-			n++
+		if match(c.Method, c.Path) {
+			out = append(out, c)
 		}
 	}
-	return n
+	return out
 }
 
 // Identifies and Resumes count gateway handshakes of each kind.

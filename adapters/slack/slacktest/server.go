@@ -50,8 +50,8 @@ type Call struct {
 	At     time.Time
 }
 
-// Fault scripts the answer to one future call of a method.
-type Fault struct {
+// Failure scripts the answer to one future call of a method.
+type Failure struct {
 	Status     int    // 429, 500, 503, ...; 200 with Error for ok:false
 	RetryAfter int    // seconds, sent with a 429
 	Error      string // ok:false error code, with Status 200 (or 0)
@@ -89,7 +89,7 @@ type Server struct {
 	seq      int
 	lastTS   int64 // the latest message timestamp, in microseconds
 	calls    []Call
-	faults   map[string][]Fault
+	faults   map[string][]Failure
 	msgs     []*Message
 	files    map[string]*file
 	pending  map[string]*file // files.getUploadURLExternal'd, not yet completed
@@ -110,7 +110,7 @@ func New(opts Options) *Server {
 	s := &Server{
 		opts:    opts,
 		changed: make(chan struct{}),
-		faults:  map[string][]Fault{},
+		faults:  map[string][]Failure{},
 		files:   map[string]*file{},
 		pending: map[string]*file{},
 		tickets: map[string]bool{},
@@ -149,12 +149,14 @@ func (s *Server) SetUpdatesPerMinute(n int) {
 	s.opts.UpdatesPerMinute = n
 }
 
-// Fail scripts the next calls of method (e.g. "chat.update") to answer
-// with faults, one per call, in order.
-func (s *Server) Fail(method string, faults ...Fault) {
+// Fail makes the next n calls of method (e.g. "chat.update") answer with
+// f, after the failures scripted before it.
+func (s *Server) Fail(method string, n int, f Failure) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.faults[method] = append(s.faults[method], faults...)
+	for range n {
+		s.faults[method] = append(s.faults[method], f)
+	}
 }
 
 // Calls returns the recorded calls of method, or of every method when
@@ -171,7 +173,11 @@ func (s *Server) Calls(method string) []Call {
 	return out
 }
 
-// Count returns how many calls of method got status (0: any status).
+// RateLimited is how many calls, of any method, were answered 429.
+func (s *Server) RateLimited() int { return s.Count("", http.StatusTooManyRequests) }
+
+// Count returns how many calls of method ("" for any) got status (0: any
+// status).
 func (s *Server) Count(method string, status int) int {
 	n := 0
 	for _, c := range s.Calls(method) {
@@ -219,10 +225,10 @@ func (s *Server) Message(channel, ts string) (Message, bool) {
 	return Message{}, false
 }
 
-// WaitFor waits until cond holds, re-checking it after every change the
-// fake sees (a call, an ack, a connection), and reports whether it held
-// before timeout. cond may call the Server's methods.
-func (s *Server) WaitFor(timeout time.Duration, cond func() bool) bool {
+// Wait waits until cond holds or timeout passes, re-checking it after
+// every change the fake sees (a call, an ack, a connection), and reports
+// whether it held. cond may call the Server's methods.
+func (s *Server) Wait(timeout time.Duration, cond func() bool) bool {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
@@ -240,7 +246,7 @@ func (s *Server) WaitFor(timeout time.Duration, cond func() bool) bool {
 	}
 }
 
-// notifyLocked wakes WaitFor; s.mu is held.
+// notifyLocked wakes Wait; s.mu is held.
 func (s *Server) notifyLocked() {
 	close(s.changed)
 	s.changed = make(chan struct{})

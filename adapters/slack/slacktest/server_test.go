@@ -70,7 +70,9 @@ func TestFaults(t *testing.T) {
 	defer s.Close()
 	ctx := context.Background()
 	api := client(s, BotToken)
-	s.Fail("chat.postMessage", Fault{Status: 429, RetryAfter: 7}, Fault{Status: 503}, Fault{Error: "channel_not_found"})
+	s.Fail("chat.postMessage", 1, Failure{Status: 429, RetryAfter: 7})
+	s.Fail("chat.postMessage", 1, Failure{Status: 503})
+	s.Fail("chat.postMessage", 1, Failure{Error: "channel_not_found"})
 
 	_, _, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("x", false))
 	if rl, ok := errors.AsType[*slack.RateLimitedError](err); !ok || rl.RetryAfter != 7*time.Second {
@@ -183,7 +185,7 @@ func TestSocketMode(t *testing.T) {
 	if cb := ev.Data.(*slackevents.EventsAPICallbackEvent); cb.EventID != d.EventID {
 		t.Fatalf("event_id = %q, want %q", cb.EventID, d.EventID)
 	}
-	if !s.WaitFor(5*time.Second, func() bool { _, ok := s.Acked(d.EnvelopeID); return ok }) {
+	if !s.Wait(5*time.Second, func() bool { _, ok := s.Acked(d.EnvelopeID); return ok }) {
 		t.Fatal("ack not recorded")
 	}
 	r, _ := s.Redeliver(d)
@@ -199,11 +201,11 @@ func TestSocketMode(t *testing.T) {
 	}
 
 	s.RequestDisconnect()
-	if !s.WaitFor(10*time.Second, func() bool { return s.Connects() == 2 && s.Open() == 1 }) {
+	if !s.Wait(10*time.Second, func() bool { return s.Connects() == 2 && s.Open() == 1 }) {
 		t.Fatalf("no reconnect after a disconnect request: %d connects", s.Connects())
 	}
 	s.DropSockets()
-	if !s.WaitFor(10*time.Second, func() bool { return s.Connects() == 3 && s.Open() == 1 }) {
+	if !s.Wait(10*time.Second, func() bool { return s.Connects() == 3 && s.Open() == 1 }) {
 		t.Fatalf("no reconnect after a dropped socket: %d connects", s.Connects())
 	}
 	cancel()

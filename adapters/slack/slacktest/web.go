@@ -61,7 +61,7 @@ func (s *Server) answerAPI(method string, args map[string]string, token string) 
 		return answer{status: status, body: map[string]any{"ok": true}}
 	}
 
-	var fault *Fault
+	var fault *Failure
 	if q := s.faults[method]; len(q) > 0 {
 		fault = &q[0]
 		s.faults[method] = q[1:]
@@ -104,7 +104,7 @@ func (s *Server) answerAPI(method string, args map[string]string, token string) 
 }
 
 // faultLocked is the answer a fault scripts.
-func (s *Server) faultLocked(f Fault, reply func(int, string) answer) answer {
+func (s *Server) faultLocked(f Failure, reply func(int, string) answer) answer {
 	switch {
 	case f.Hang:
 		reply(0, "") // recorded as unanswered

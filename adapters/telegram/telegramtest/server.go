@@ -79,9 +79,8 @@ type Message struct {
 
 // Failure is a scripted error answer.
 type Failure struct {
-	Method     string // the method it applies to; "" for any but getUpdates and getMe
-	HTMLOnly   bool   // only for requests with parse_mode HTML
-	Code       int    // HTTP status and error_code
+	HTMLOnly   bool // only for requests with parse_mode HTML
+	Code       int  // HTTP status and error_code
 	Desc       string
 	RetryAfter int // parameters.retry_after, for 429
 	// Hang holds the request unanswered until the client gives up (a
@@ -108,7 +107,7 @@ type Server struct {
 	nextUpd   int64
 	chats     map[int64]*chat
 	files     map[string]file
-	failures  []Failure
+	failures  []failure
 	commands  string
 	drafts    map[int64][]string
 	rates     map[int64]*chatRates
@@ -186,12 +185,19 @@ func (s *Server) BotID() int64 { return s.opts.BotID }
 // Close stops the server now (tests of reconnection use it).
 func (s *Server) Close() { s.ts.CloseClientConnections(); s.ts.Close() }
 
-// Fail scripts f for the next n matching requests.
-func (s *Server) Fail(n int, f Failure) {
+// failure is a scripted Failure and the method it applies to.
+type failure struct {
+	method string
+	Failure
+}
+
+// Fail makes the next n calls of method ("" for any but getUpdates and
+// getMe) answer with f, before any other check.
+func (s *Server) Fail(method string, n int, f Failure) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for range n {
-		s.failures = append(s.failures, f)
+		s.failures = append(s.failures, failure{method, f})
 	}
 }
 
@@ -248,9 +254,9 @@ func (s *Server) Drafts(chatID int64) []string {
 	return append([]string(nil), s.drafts[chatID]...)
 }
 
-// TooMany is how many 429 answers rate enforcement gave (scripted
+// RateLimited is how many 429 answers rate enforcement gave (scripted
 // failures not counted).
-func (s *Server) TooMany() int {
+func (s *Server) RateLimited() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.tooMany
@@ -264,22 +270,31 @@ func (s *Server) Changed() <-chan struct{} {
 	return s.changed
 }
 
-// WaitUntil waits until cond holds, re-checking at every change of the
-// fake, and fails tb after timeout saying what it waited for.
-func (s *Server) WaitUntil(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
-	tb.Helper()
+// Wait waits until cond holds or timeout passes, checking it after every
+// change of the fake's state, and reports whether it held. cond runs
+// without the fake's lock, so it may call the fake's methods.
+func (s *Server) Wait(timeout time.Duration, cond func() bool) bool {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
 		ch := s.Changed()
 		if cond() {
-			return
+			return true
 		}
 		select {
 		case <-ch:
 		case <-deadline.C:
-			tb.Fatalf("telegramtest: timed out after %v waiting for %s", timeout, what)
+			return cond()
 		}
+	}
+}
+
+// WaitUntil is Wait that fails tb, naming what it waited for, when cond
+// never held.
+func (s *Server) WaitUntil(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	if !s.Wait(timeout, cond) {
+		tb.Fatalf("telegramtest: timed out after %v waiting for %s", timeout, what)
 	}
 }
 
@@ -354,17 +369,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) takeFailureLocked(method string, p url.Values) (Failure, bool) {
 	for i, f := range s.failures {
-		if f.Method == "" && (method == "getUpdates" || method == "getMe") {
+		if f.method == "" && (method == "getUpdates" || method == "getMe") {
 			continue
 		}
-		if f.Method != "" && f.Method != method {
+		if f.method != "" && f.method != method {
 			continue
 		}
 		if f.HTMLOnly && !strings.EqualFold(p.Get("parse_mode"), "HTML") {
 			continue
 		}
 		s.failures = append(s.failures[:i], s.failures[i+1:]...)
-		return f, true
+		return f.Failure, true
 	}
 	return Failure{}, false
 }

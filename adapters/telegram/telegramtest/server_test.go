@@ -83,9 +83,9 @@ func TestSendEditAndErrors(t *testing.T) {
 
 func TestScriptedFailures(t *testing.T) {
 	s := New(t, Options{})
-	s.Fail(1, Failure{Method: "sendMessage", Code: 429, Desc: "Too Many Requests: retry after 7", RetryAfter: 7})
-	s.Fail(1, Failure{Method: "sendMessage", HTMLOnly: true, Code: 400, Desc: "Bad Request: can't parse entities: x"})
-	s.Fail(1, Failure{Code: 502, Desc: "Bad Gateway"})
+	s.Fail("sendMessage", 1, Failure{Code: 429, Desc: "Too Many Requests: retry after 7", RetryAfter: 7})
+	s.Fail("sendMessage", 1, Failure{HTMLOnly: true, Code: 400, Desc: "Bad Request: can't parse entities: x"})
+	s.Fail("", 1, Failure{Code: 502, Desc: "Bad Gateway"})
 	p := url.Values{"chat_id": {"5"}, "text": {"plain"}}
 	if a := call(t, s, "sendMessage", p); a.ErrorCode != 429 || a.Parameters.RetryAfter != 7 {
 		t.Fatalf("first: %+v", a)
@@ -126,8 +126,8 @@ func TestRateEnforcement(t *testing.T) {
 	if a := send("4"); a.ErrorCode != 429 {
 		t.Fatalf("fourth request within a second: %+v", a)
 	}
-	if s.TooMany() != 2 {
-		t.Fatalf("TooMany = %d, want 2", s.TooMany())
+	if s.RateLimited() != 2 {
+		t.Fatalf("TooMany = %d, want 2", s.RateLimited())
 	}
 }
 
@@ -287,7 +287,7 @@ func TestFloodModel(t *testing.T) {
 	}
 	// A scripted failure is answered past the limits: it took its tokens.
 	c.step(time.Second)
-	s.Fail(1, Failure{Method: "sendMessage", Code: 500, Desc: "Internal Server Error"})
+	s.Fail("sendMessage", 1, Failure{Code: 500, Desc: "Internal Server Error"})
 	if a := send("1"); a.ErrorCode != 500 {
 		t.Fatalf("the scripted failure: %+v", a)
 	}
@@ -295,8 +295,8 @@ func TestFloodModel(t *testing.T) {
 	if a := send("1"); a.ErrorCode != 429 {
 		t.Fatalf("a retry half a second after a 500: %+v", a)
 	}
-	if s.TooMany() != 4 {
-		t.Fatalf("TooMany = %d, want 4", s.TooMany())
+	if s.RateLimited() != 4 {
+		t.Fatalf("TooMany = %d, want 4", s.RateLimited())
 	}
 	var limited []string
 	for _, c := range s.Calls("") {
