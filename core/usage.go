@@ -67,15 +67,13 @@ func until(now, t time.Time) string {
 	return fmt.Sprintf("%d h %d min", d/time.Hour, d%time.Hour/time.Minute)
 }
 
-// turnUsage is what one finished turn used: its terminal event's numbers
-// where the CLI reported them, the measured time otherwise.
+// turnUsage is what one finished turn used: the tokens and cost its done
+// event reports, and the time the user waited for the agent (measured, so
+// that it means the same for every CLI).
 func turnUsage(ev parser.Event, took time.Duration) store.Usage {
 	u := store.Usage{Turns: 1, DurationMS: took.Milliseconds()}
 	if ev.Type != parser.Done {
 		return u
-	}
-	if ev.DurationMS != nil {
-		u.DurationMS = *ev.DurationMS
 	}
 	if ev.CostUSD != nil {
 		u.CostUSD = *ev.CostUSD
@@ -147,6 +145,9 @@ func (d *Dispatcher) usage(m Message, key Key) (string, error) {
 	}
 	line := func(what string, u store.Usage) string {
 		s := fmt.Sprintf("• %s: %d turns", what, u.Turns)
+		if u.Turns == 1 {
+			s = strings.TrimSuffix(s, "s")
+		}
 		if n := u.Tokens(); n > 0 {
 			s += ", " + tokens(n) + " tokens"
 		}

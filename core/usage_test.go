@@ -49,8 +49,8 @@ func TestUsageRecordedShownAndInTheFooter(t *testing.T) {
 	h.say("alice", "/usage")
 	h.rec.waitText("**Usage**")
 	got := h.rec.all()
-	for _, line := range []string{"• This conversation: 1 turns, 30 tokens, $0.0012,", "• You today: 0 turns,",
-		"• You this month: 1 turns, 30 tokens, $0.0012,", "• Everyone today: 0 turns,", "• Everyone this month: 1 turns,"} {
+	for _, line := range []string{"• This conversation: 1 turn, 30 tokens, $0.0012,", "• You today: 0 turns,",
+		"• You this month: 1 turn, 30 tokens, $0.0012,", "• Everyone today: 0 turns,", "• Everyone this month: 1 turn,"} {
 		if !strings.Contains(got, line) {
 			t.Errorf("/usage lacks %q:\n%s", line, got)
 		}
