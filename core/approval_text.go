@@ -3,6 +3,7 @@ package core
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,7 +42,8 @@ func questionText(ev parser.Event, id string, withCommands bool) string {
 		b.WriteString("📝 The agent proposes this plan:\n\n")
 		b.WriteString(clip(str("plan")))
 	case parser.AskUserQuestion:
-		for _, q := range ev.Questions {
+		if len(ev.Questions) > 0 { // one question is shown; its options are the buttons
+			q := ev.Questions[0]
 			fmt.Fprintf(&b, "❓ %s\n", q.Question)
 			for i, o := range q.Options {
 				fmt.Fprintf(&b, "%d. **%s**", i+1, o.Label)
@@ -50,7 +52,6 @@ func questionText(ev parser.Event, id string, withCommands bool) string {
 				}
 				b.WriteByte('\n')
 			}
-			break // one question is shown; its options are the buttons
 		}
 	default:
 		fmt.Fprintf(&b, "🔐 The agent wants to use %s:\n", oneLine(ev.Name))
@@ -109,10 +110,15 @@ func decisionText(rec store.Approval, ans engine.PermissionAnswer, by string, ti
 	case rec.Tool == parser.ExitPlanMode:
 		return "✅ Plan approved by " + by + "."
 	case rec.Tool == parser.AskUserQuestion && ans.Decision != engine.Deny:
+		var picked []string
 		for _, v := range ans.Answers {
-			return "✅ " + by + " chose **" + v + "**."
+			picked = append(picked, v)
 		}
-		return "✅ answered by " + by + "."
+		if len(picked) == 0 {
+			return "✅ answered by " + by + "."
+		}
+		slices.Sort(picked)
+		return "✅ " + by + " chose **" + strings.Join(picked, ", ") + "**."
 	case ans.Decision == engine.AllowSession:
 		return fmt.Sprintf("✅ %s allowed for this session by %s.", rec.Tool, by)
 	case ans.Decision == engine.Allow:

@@ -152,6 +152,7 @@ func (d *Dispatcher) postQuestion(m Message, r *request, q Question, ev parser.E
 		text := questionText(ev, r.rec.ID, true)
 		if q.Answer.ID != "" {
 			err = p.SendActivity(d.life, q.Answer, text)
+			ref = MessageRef{Channel: q.Answer.Channel, Thread: q.Answer.Thread} // where the outcome goes too
 		} else {
 			ref, err = p.Send(d.life, q.Place, text)
 		}
@@ -278,11 +279,18 @@ const (
 // unless the click on it decided; without buttons, the outcome is posted,
 // unless a text command decided (its answer is the outcome).
 func (d *Dispatcher) settle(r *request, ans engine.PermissionAnswer, name, reason, who, via string) string {
+	return d.settleFor(d.life, r, ans, name, reason, who, via)
+}
+
+// settleFor is settle with the context the answer to the run is given
+// under: a run that has ended gets a done one, so an in-process run that
+// no longer takes answers never holds its turn up.
+func (d *Dispatcher) settleFor(ctx context.Context, r *request, ans engine.PermissionAnswer, name, reason, who, via string) string {
 	ans.ID = r.cliID
 	if r.rec.Tool == parser.ExitPlanMode && ans.Decision != engine.Deny {
 		r.turn.planApproved.Store(true)
 	}
-	err := r.run.Respond(d.life, ans)
+	err := r.run.Respond(ctx, ans)
 	if who == "" {
 		who = name
 	}
@@ -290,8 +298,8 @@ func (d *Dispatcher) settle(r *request, ans engine.PermissionAnswer, name, reaso
 	rec.Decision, rec.Reason, rec.DecidedBy, rec.Decided = string(ans.Decision), reason, who, time.Now()
 	text := decisionText(rec, ans, name, d.opts.Permissions.Timeout)
 	log := d.log.With("conversation", rec.Key, "permission", rec.ID, "tool", rec.Tool)
-	if err != nil {
-		log.Warn("answer permission request", "err", err) // the run has ended
+	if err != nil && ctx.Err() == nil {
+		log.Warn("answer permission request", "err", err) // the run ended meanwhile
 	}
 	log.Info("permission decided", "decision", rec.Decision, "reason", reason, "by", who,
 		"wait_ms", rec.Decided.Sub(rec.Asked).Milliseconds())
@@ -365,8 +373,14 @@ func (d *Dispatcher) endRequests(run *engine.Run, key, reason string) {
 		d.approvals.take(r)
 	}
 	d.approvals.mu.Unlock()
+	ctx := d.life
+	if run != nil { // the run has ended
+		done, cancel := context.WithCancel(d.life)
+		cancel()
+		ctx = done
+	}
 	for _, r := range mine {
-		d.settle(r, engine.PermissionAnswer{Decision: engine.Deny, Message: "The turn was stopped."}, "golem", reason, "", "")
+		d.settleFor(ctx, r, engine.PermissionAnswer{Decision: engine.Deny, Message: "The turn was stopped."}, "golem", reason, "", "")
 	}
 }
 
