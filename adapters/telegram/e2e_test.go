@@ -321,3 +321,68 @@ func TestE2EStrangersFilesAreNotDownloaded(t *testing.T) {
 		t.Errorf("the inbox holds %d files from a stranger", len(entries))
 	}
 }
+
+// TestE2EApprovalButtons: a permission request is a reply with an inline
+// keyboard; a stranger's click gets a toast and decides nothing, the
+// asker's decides (toast, message edited to the outcome, keyboard gone),
+// a second click is told it came too late; polling asks for
+// callback_query updates.
+func TestE2EApprovalButtons(t *testing.T) {
+	st := newStack(t, telegramtest.Options{})
+	st.up()
+	st.s.PushPrivate(ann, "!ask Bash {\"command\":\"echo @everyone @ann\"}\nran it")
+	q := st.waitText(42, "wants to run a command")
+	var markup string
+	for _, c := range st.s.Calls("sendMessage") {
+		if strings.Contains(c.Params.Get("text"), "wants to run a command") {
+			markup = c.Params.Get("reply_markup")
+		}
+	}
+	for _, want := range []string{`"inline_keyboard"`, `"text":"Allow"`, `"text":"Allow for this session"`, `"text":"Deny"`, `"callback_data":"golem:allow:`} {
+		if !strings.Contains(markup, want) {
+			t.Fatalf("reply_markup %s lacks %s", markup, want)
+		}
+	}
+	var allow string
+	if i := strings.Index(markup, `"golem:allow:`); i >= 0 {
+		allow = markup[i+1 : i+1+len("golem:allow:")+8]
+	}
+	toast := func(id string) string {
+		var text string
+		st.s.WaitUntil(t, 20*time.Second, "the toast of "+id, func() bool {
+			for _, c := range st.s.Calls("answerCallbackQuery") {
+				if c.Params.Get("callback_query_id") == id {
+					text = c.Params.Get("text")
+					return true
+				}
+			}
+			return false
+		})
+		return text
+	}
+	stranger := telegramtest.User{ID: 666, FirstName: "Mallory"}
+	if got := toast(st.s.PushCallback(42, stranger, int(q.ID), allow)); !strings.Contains(got, "Only the asker or an approver") {
+		t.Errorf("the stranger's toast %q", got)
+	}
+	if got := toast(st.s.PushCallback(42, ann, int(q.ID), allow)); !strings.Contains(got, "allowed by") {
+		t.Errorf("the asker's toast %q", got)
+	}
+	st.waitText(42, "echo: ran it")
+	settled := st.waitText(42, "✅ Bash allowed by")
+	if settled.ID != q.ID || settled.Edits < 1 {
+		t.Errorf("the question was not edited to the outcome: %+v", settled)
+	}
+	for _, c := range st.s.Calls("editMessageText") {
+		if c.Params.Get("message_id") == strconv.FormatInt(q.ID, 10) && c.Params.Get("reply_markup") != "" {
+			t.Errorf("the settled question keeps a keyboard: %v", c.Params)
+		}
+	}
+	if got := toast(st.s.PushCallback(42, ann, int(q.ID), allow)); !strings.Contains(got, "already answered") {
+		t.Errorf("a double click's toast %q", got)
+	}
+	for _, c := range st.s.Calls("getUpdates") {
+		if !strings.Contains(c.Params.Get("allowed_updates"), "callback_query") {
+			t.Fatalf("getUpdates without callback_query: %v", c.Params)
+		}
+	}
+}

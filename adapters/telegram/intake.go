@@ -95,6 +95,11 @@ func (in *intake) take(id int64, raw json.RawMessage) bool {
 		return false
 	}
 	_ = json.Unmarshal(raw, &x)
+	if u.CallbackQuery != nil { // a click: decided at once, answered off the poll loop
+		go in.a.onCallback(in.ctx, in.h, u.CallbackQuery)
+		in.done(id)
+		return false
+	}
 	m, files, ok := in.a.normalize(u, x)
 	if !ok {
 		in.done(id)

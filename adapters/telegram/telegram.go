@@ -235,7 +235,7 @@ func (a *Adapter) poll(ctx context.Context, h core.Handler) error {
 	for ctx.Err() == nil {
 		p := tgbotapi.Params{
 			"timeout":         strconv.Itoa(int(a.opts.PollTimeout / time.Second)),
-			"allowed_updates": `["message"]`,
+			"allowed_updates": `["message","callback_query"]`,
 		}
 		if offset != 0 {
 			p["offset"] = strconv.FormatInt(offset, 10)

@@ -27,6 +27,14 @@ func (s *Server) methodLocked(method string, p url.Values) (result any, code int
 		return s.sendMessageLocked(p)
 	case "editMessageText":
 		return s.editMessageLocked(p)
+	case "answerCallbackQuery":
+		if p.Get("callback_query_id") == "" {
+			return nil, 400, "Bad Request: callback_query_id is required"
+		}
+		if len([]rune(p.Get("text"))) > 200 {
+			return nil, 400, "Bad Request: text is too long"
+		}
+		return true, 0, ""
 	case "sendChatAction":
 		if p.Get("chat_id") == "" || p.Get("action") == "" {
 			return nil, 400, "Bad Request: chat_id and action are required"

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -151,6 +152,28 @@ func (s *Server) PushRaw(fields map[string]any) int64 {
 	s.updateIDs = append(s.updateIDs, s.nextUpd)
 	s.notifyLocked()
 	return s.nextUpd
+}
+
+// PushCallback queues a click by u on a button with data under the bot's
+// message messageID in chatID (a callback_query update) and returns the
+// callback query's id.
+func (s *Server) PushCallback(chatID int64, u User, messageID int, data string) string {
+	s.mu.Lock()
+	s.nextCallback++
+	id := "cbq" + strconv.Itoa(s.nextCallback)
+	s.mu.Unlock()
+	typ := "private"
+	if chatID < 0 {
+		typ = "supergroup"
+	}
+	s.PushRaw(map[string]any{"callback_query": map[string]any{
+		"id":            id,
+		"from":          map[string]any{"id": u.ID, "is_bot": u.IsBot, "first_name": u.FirstName, "username": u.Username},
+		"message":       map[string]any{"message_id": messageID, "date": 1, "chat": map[string]any{"id": chatID, "type": typ}},
+		"chat_instance": "ci",
+		"data":          data,
+	}})
+	return id
 }
 
 func (s *Server) addFileLocked(path string, data []byte) string {

@@ -99,20 +99,21 @@ type Server struct {
 	// URL is the base to give the adapter (its api_url).
 	URL string
 
-	mu        sync.Mutex
-	changed   chan struct{} // closed and replaced on every change
-	calls     []Call
-	updates   []json.RawMessage
-	updateIDs []int64
-	nextUpd   int64
-	chats     map[int64]*chat
-	files     map[string]file
-	failures  []failure
-	commands  string
-	drafts    map[int64][]string
-	rates     map[int64]*chatRates
-	global    bucket
-	tooMany   int
+	mu           sync.Mutex
+	changed      chan struct{} // closed and replaced on every change
+	calls        []Call
+	updates      []json.RawMessage
+	updateIDs    []int64
+	nextUpd      int64
+	nextCallback int
+	chats        map[int64]*chat
+	files        map[string]file
+	failures     []failure
+	commands     string
+	drafts       map[int64][]string
+	rates        map[int64]*chatRates
+	global       bucket
+	tooMany      int
 }
 
 type chat struct {
