@@ -61,6 +61,8 @@
 //	!crash N            print two lines on stderr and exit N without a result
 //	!no-result          exit 0 without a result
 //	!exit N             after the result, exit N
+//	!linger D           after the result, stay alive for D before exiting
+//	                    (as Claude Code writes its session file then)
 //	!no-newline         the result line has no trailing newline
 //	!ignore-term        ignore SIGTERM (the engine must escalate to SIGKILL)
 //	!hang               wait forever; a child `sleep 600` (started at launch,
@@ -89,8 +91,9 @@
 //
 // When env FAKE_AGENT_LOG names a file, each invocation appends one JSON line
 // to it (see Invocation): argv, the prompt, cwd, the variables ANTHROPIC_API_KEY,
-// CURSOR_API_KEY, CLAUDECODE and GOLEM_TEST_* when set, pid, session id and
-// the !hang child's pid. ReadLog reads the file.
+// CURSOR_API_KEY, CLAUDECODE and GOLEM_TEST_* when set, pid, session id,
+// the !hang child's pid and the time the process began (started_ns).
+// ReadLog reads the file.
 package enginetest
 
 import (
@@ -195,6 +198,9 @@ type Invocation struct {
 	// Prompt is the prompt the fake got: its argument, or the user
 	// message read from stdin with --input-format stream-json.
 	Prompt string `json:"prompt"`
+	// Started is when the process began, in Unix nanoseconds: how long a
+	// caller took to start the CLI is Started minus the time it asked.
+	Started int64 `json:"started_ns"`
 }
 
 // Has reports whether flag (e.g. "--verbose") appears in the arguments.

@@ -31,6 +31,7 @@ type opts struct {
 }
 
 func main() {
+	launched := time.Now()
 	cursor := filepath.Base(os.Args[0]) == "agent" || os.Getenv("FAKE_AGENT_FORMAT") == "cursor"
 	o, err := parseFlags(os.Args[1:], cursor)
 	if err != nil {
@@ -75,7 +76,7 @@ func main() {
 		}
 		childPID = child.Process.Pid
 	}
-	logInvocation(a.session, childPID, o.prompt)
+	logInvocation(a.session, childPID, o.prompt, launched)
 
 	if strings.HasPrefix(o.resume, "unknown") {
 		a.failResume()
@@ -167,6 +168,7 @@ var known = map[string]bool{
 	"sleep": true, "text": true, "tool": true, "hang": true, "crash": true, "garbage": true,
 	"huge": true, "error": true, "fence": true, "delta-rate": true, "stamp": true, "write": true, "ask": true,
 	"sleep-until": true, "no-result": true, "exit": true, "no-newline": true, "stderr": true, "ignore-term": true,
+	"linger": true,
 }
 
 func parseScript(prompt string) (script, error) {
@@ -204,6 +206,7 @@ type agent struct {
 	turns    int
 	exitCode int
 	newline  bool // end the result line with '\n'
+	linger   time.Duration
 	seq      int
 	// sessionAllowed: an answer carried updatedPermissions, so later
 	// requests of this run are not asked.
@@ -264,6 +267,8 @@ func (a *agent) run(s script) {
 			a.exitCode = atoi(d.arg)
 		case "no-newline":
 			a.newline = false
+		case "linger":
+			a.linger = duration(d.arg)
 		case "ignore-term":
 			signal.Ignore(syscall.SIGTERM)
 		case "hang":
@@ -284,6 +289,7 @@ func (a *agent) run(s script) {
 			}
 		}
 	}
+	time.Sleep(a.linger)
 	os.Exit(a.exitCode)
 }
 
@@ -483,7 +489,7 @@ func (a *agent) nextID(prefix string) string {
 }
 
 // logInvocation appends one JSON line about this invocation to $FAKE_AGENT_LOG.
-func logInvocation(session string, childPID int, prompt string) {
+func logInvocation(session string, childPID int, prompt string, launched time.Time) {
 	path := os.Getenv("FAKE_AGENT_LOG")
 	if path == "" {
 		return
@@ -497,7 +503,7 @@ func logInvocation(session string, childPID int, prompt string) {
 	}
 	cwd, _ := os.Getwd()
 	line, _ := json.Marshal(obj{"argv": os.Args, "cwd": cwd, "env": env, "pid": os.Getpid(),
-		"session_id": session, "child_pid": childPID, "prompt": prompt})
+		"session_id": session, "child_pid": childPID, "prompt": prompt, "started_ns": launched.UnixNano()})
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		fail(1, "fake agent: open log: "+err.Error())
