@@ -53,13 +53,15 @@ type Message struct {
 	// causes instead of the reply streamer: a turn's events ending with its
 	// terminal event; a command's answer as one text event then done; a
 	// refusal, a full queue or a failure as one error event. The HTTP API
-	// and the terminal chat render events themselves this way. A turn's
+	// and the terminal chat render events themselves this way. Each call
+	// carries one or more events, in order: a turn hands over at once what
+	// the engine had ready (render them with one write). A turn's
 	// permission requests come as permission_request events (with golem's
 	// id, which Action.Data and /allow name) and their outcomes as
 	// permission_decision events, which whoever decided sends: it may be
 	// called from several goroutines at once (EventQueue.Push is safe so);
 	// it must not block for long.
-	Sink func(parser.Event)
+	Sink func(...parser.Event)
 
 	// arrived is when Handle queued the message, for the turn's metrics.
 	arrived time.Time

@@ -54,9 +54,9 @@ type request struct {
 	platform  string
 	workspace string
 	channel   string
-	sink      func(parser.Event) // a stream's, or nil
-	poster    Poster             // where the question was posted, or nil
-	question  MessageRef         // the posted question, once known
+	sink      func(...parser.Event) // a stream's, or nil
+	poster    Poster                // where the question was posted, or nil
+	question  MessageRef            // the posted question, once known
 	timer     *time.Timer
 	turn      *askState
 }

@@ -25,14 +25,15 @@ func NewEventQueue() *EventQueue {
 	return &EventQueue{ready: make(chan struct{}, 1)}
 }
 
-// Push appends e unless the queue is closed. Use it as Message.Sink.
-func (q *EventQueue) Push(e parser.Event) {
+// Push appends es unless the queue is closed, with one wake-up of the
+// taker for all of them. Use it as Message.Sink.
+func (q *EventQueue) Push(es ...parser.Event) {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
 		return
 	}
-	q.events = append(q.events, e)
+	q.events = append(q.events, es...)
 	q.mu.Unlock()
 	select {
 	case q.ready <- struct{}{}:

@@ -88,15 +88,17 @@ type handback struct {
 	more  int
 }
 
-// toSink hands the files to a message's Sink as file events, and a
-// warning for those left out.
-func (h handback) toSink(sink func(parser.Event)) {
+// sinkEvents are the files as a message's Sink gets them: file events,
+// and a warning when more files were left than one answer sends.
+func (h handback) sinkEvents() []parser.Event {
+	var out []parser.Event
 	for _, f := range h.files {
-		sink(parser.Event{Type: parser.File, Name: f.Name, Size: f.Size, Path: f.Path})
+		out = append(out, parser.Event{Type: parser.File, Name: f.Name, Size: f.Size, Path: f.Path})
 	}
 	if h.more > 0 {
-		sink(parser.Event{Type: parser.Warning, Message: h.moreNote()})
+		out = append(out, parser.Event{Type: parser.Warning, Message: h.moreNote()})
 	}
+	return out
 }
 
 func (h handback) moreNote() string {

@@ -80,31 +80,36 @@ func NewReply(ctx context.Context, a Poster, place Place, log *slog.Logger, onAn
 	return r
 }
 
-// Add takes one event of the turn. It never blocks on the platform.
-func (r *Reply) Add(ev parser.Event) {
+// Add takes events of the turn, in order; one call for what the engine had
+// ready at once wakes the streamer once. It never blocks on the platform.
+func (r *Reply) Add(evs ...parser.Event) {
+	changed := false
 	r.mu.Lock()
-	switch ev.Type {
-	case parser.Text:
-		if ev.Content == "" {
-			r.mu.Unlock()
-			return
+	for _, ev := range evs {
+		switch ev.Type {
+		case parser.Text:
+			if ev.Content == "" {
+				continue
+			}
+			if r.afterTool && r.text.Len() > 0 && !strings.HasSuffix(r.text.String(), "\n\n") {
+				r.text.WriteString("\n\n")
+			}
+			r.afterTool = false
+			r.text.WriteString(ev.Content)
+		case parser.ToolCall:
+			r.tools = append(r.tools, ToolLine(ev.Name, ev.Args))
+			r.afterTool = true
+		case parser.Warning:
+			r.tools = append(r.tools, "⚠️ "+ev.Message)
+		default:
+			continue
 		}
-		if r.afterTool && r.text.Len() > 0 && !strings.HasSuffix(r.text.String(), "\n\n") {
-			r.text.WriteString("\n\n")
-		}
-		r.afterTool = false
-		r.text.WriteString(ev.Content)
-	case parser.ToolCall:
-		r.tools = append(r.tools, ToolLine(ev.Name, ev.Args))
-		r.afterTool = true
-	case parser.Warning:
-		r.tools = append(r.tools, "⚠️ "+ev.Message)
-	default:
-		r.mu.Unlock()
-		return
+		changed = true
 	}
 	r.mu.Unlock()
-	r.poke()
+	if changed {
+		r.poke()
+	}
 }
 
 // Finish delivers the final text followed by notice (may be empty) and

@@ -90,39 +90,30 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 		terminal = parser.Event{Type: parser.Error, Message: err.Error(), Reason: parser.Failed}
 	} else {
 		ask := &askState{m: m, key: key, mode: set.mode, run: run, answer: out.answer}
-		for ev := range run.Events() {
-			switch {
-			case ev.Type == parser.PermissionRequest:
-				d.askPermission(ask, ev)
-				continue // shown as a question, not as tool activity
-			case ev.SessionReset:
-				if d.sameGeneration(c, gen) {
+		// One batch is what the engine had ready at once: one call to the
+		// output for many lines of the CLI.
+		for batch := run.Next(); batch != nil; batch = run.Next() {
+			show := batch[:0] // the batch is ours: filtered in place
+			for _, ev := range batch {
+				if ev.Type == parser.PermissionRequest {
+					d.askPermission(ask, ev)
+					continue // shown as a question, not as tool activity
+				}
+				show = append(show, ev)
+				if ev.SessionReset && d.sameGeneration(c, gen) {
 					if err := d.opts.Store.ClearSession(key); err != nil {
 						log.Error("clear session", "err", err)
 					}
 				}
-			case ev.Type == parser.Done && ev.SessionID != "":
-				// Only the session changes: a /model sent meanwhile stays.
-				// The generation is checked inside the write so that a
-				// /new or /engine racing with it wins.
-				err := d.opts.Store.UpdateConversation(key, func(sc *store.Conversation) bool {
-					if !d.sameGeneration(c, gen) {
-						return false
-					}
-					sc.Engine, sc.SessionID, sc.LastUsed = set.engine, ev.SessionID, time.Now()
-					return true
-				})
-				if err != nil {
-					log.Error("save session", "err", err)
+				if ev.Type == parser.Text && firstText.IsZero() {
+					firstText = time.Now()
 				}
 			}
-			if ev.Type == parser.Text && firstText.IsZero() {
-				firstText = time.Now()
+			if n := len(show); n > 0 && show[n-1].Terminal() {
+				terminal, show = show[n-1], show[:n-1]
 			}
-			if ev.Terminal() {
-				terminal = ev
-			} else {
-				out.add(ev)
+			if len(show) > 0 {
+				out.add(show...)
 			}
 		}
 	}
@@ -135,16 +126,56 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	}
 	back := handback{dir: box.dir}
 	back.files, back.more = box.left()
+	usage := func() {}
 	if startErr == nil {
 		u := turnUsage(terminal, time.Since(start))
-		d.recordUsage(key, m, u)
+		usage = func() { d.recordUsage(key, m, u) }
 		if d.opts.Footer && terminal.Type == parser.Done {
 			out.add(parser.Event{Type: parser.Text, Content: "\n\n" + footer(set.engine, set.model, u)})
 		}
 	}
+	if m.Sink == nil {
+		// A posted answer is seen with its usage counted (/usage, the
+		// budgets); the platform's post takes longer than the write.
+		usage()
+		usage = func() {}
+	}
+	// The answer is delivered as soon as the CLI's result is parsed, with
+	// the files the agent left; the session (and a stream's usage) is
+	// saved meanwhile. The conversation's next turn waits for both and for
+	// the agent's process to be gone, which keeps the turn's record in
+	// flight until then.
+	saved := make(chan struct{})
+	go func() {
+		defer close(saved)
+		if terminal.Type == parser.Done && terminal.SessionID != "" {
+			d.saveSession(c, gen, key, set.engine, terminal.SessionID, log)
+		}
+		usage()
+	}()
 	d.measure(m, set.engine, terminal, startErr, firstText) // before the answer ends: a reader of it sees the turn counted
 	out.finish(terminal, d.opts.Timeout, back)
+	<-saved
+	if run != nil {
+		<-run.Exited()
+	}
 	log.Info("turn ended", "engine", set.engine, "outcome", outcome(terminal), "duration_ms", time.Since(start).Milliseconds())
+}
+
+// saveSession stores the session a turn ended in. Only the session
+// changes: a /model sent meanwhile stays. The generation is checked inside
+// the write so that a /new or /engine racing with it wins.
+func (d *Dispatcher) saveSession(c *conversation, gen int, key, eng, session string, log *slog.Logger) {
+	err := d.opts.Store.UpdateConversation(key, func(sc *store.Conversation) bool {
+		if !d.sameGeneration(c, gen) {
+			return false
+		}
+		sc.Engine, sc.SessionID, sc.LastUsed = eng, session, time.Now()
+		return true
+	})
+	if err != nil {
+		log.Error("save session", "err", err)
+	}
 }
 
 // outcome names how a turn ended, for logs (and metrics): "done", or the
@@ -165,7 +196,7 @@ func (d *Dispatcher) sameGeneration(c *conversation, gen int) bool {
 // turnOutput is where a turn's events go: a Reply on the platform, or the
 // message's Sink. started (nil: nothing to record) is engine.Turn.OnStart.
 type turnOutput struct {
-	add func(parser.Event)
+	add func(...parser.Event)
 	// finish ends the answer with the terminal event and hands back the
 	// files the agent left (to a Sink before the terminal event, on a
 	// platform under the answer's final text).
@@ -190,8 +221,7 @@ func (d *Dispatcher) output(m Message, key string, log *slog.Logger) turnOutput 
 		return turnOutput{
 			add: m.Sink,
 			finish: func(ev parser.Event, _ time.Duration, back handback) {
-				back.toSink(m.Sink)
-				m.Sink(ev)
+				m.Sink(append(back.sinkEvents(), ev)...) // one write: the files, then the end
 			},
 			close:   f.end,
 			started: f.started,
@@ -201,7 +231,7 @@ func (d *Dispatcher) output(m Message, key string, log *slog.Logger) turnOutput 
 	a := d.poster(m.Platform)
 	if a == nil {
 		log.Error("no poster registered and no sink to answer on")
-		return turnOutput{add: func(parser.Event) {}, finish: func(parser.Event, time.Duration, handback) {}, close: func() {},
+		return turnOutput{add: func(...parser.Event) {}, finish: func(parser.Event, time.Duration, handback) {}, close: func() {},
 			answer: func() MessageRef { return MessageRef{} }}
 	}
 	place := d.place(m)

@@ -33,6 +33,19 @@
 //     sessions of their own) get SIGTERM, then SIGKILL after two seconds;
 //     the terminal event comes after they exited or were sent SIGKILL.
 //
+// The CLI's own done or error is delivered as soon as its line is parsed,
+// while the process may still be finishing (Claude Code writes its session
+// file after its result line); Run.Exited says when it is gone. A CLI still
+// running killGrace after its result is stopped as above. Only the error
+// that the resume fallback below retries waits for its process.
+//
+// The reading side never waits for the consumer: the output is read in
+// large reads, parsed at once and queued; Run.Next hands over everything
+// queued in one batch. Events that follow within a few milliseconds of the
+// last hand-over are held until those milliseconds are over (one wake-up
+// of the consumer for many lines), the first after a quiet spell and the
+// terminal event never.
+//
 // Resume fallback: when a turn with a SessionID fails with an error that
 // mentions "resume" or "session" before any answer text, the run emits a
 // warning with SessionReset set and retries once, in the same Run, without
@@ -58,8 +71,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-
-	"github.com/golem-chat/golem/parser"
 )
 
 // ErrNotInstalled is wrapped by Lookup and Run when an engine's CLI cannot
@@ -122,7 +133,8 @@ type Engine interface {
 	Name() string
 	// Run starts the CLI for t. A returned error means nothing was started
 	// (e.g. ErrNotInstalled); otherwise the Run's events end with exactly one
-	// terminal event, whatever the process does. Cancelling ctx kills the
+	// terminal event, whatever the process does, and Run.Exited is closed
+	// once the process is gone. Cancelling ctx kills the
 	// whole process group and ends the run with the error "stopped"
 	// (parser.Stopped); a deadline on ctx ends it with "timed out"
 	// (parser.TimedOut).
@@ -132,21 +144,3 @@ type Engine interface {
 	// CLI up each time, so one installed later works without a restart.
 	Lookup() (string, error)
 }
-
-// Run is one agent invocation in progress. It is two-way: a run of a CLI
-// that asks before it writes or runs (Capabilities.Approvals) delivers
-// parser.PermissionRequest events and waits for the answers given to
-// Respond (see permission.go).
-type Run struct {
-	events  chan parser.Event
-	answers chan PermissionAnswer // in-process runs: what Respond is given
-	control *control              // a CLI run that asks: its stdin
-}
-
-// Events delivers the run's events in order. It is closed right after the
-// single terminal event (parser.Done or parser.Error). The caller must
-// drain it (or cancel the context) so the process is not blocked on output.
-// Once ctx is cancelled, events the caller has not read yet may be dropped
-// to make room for the terminal event, which is always delivered; a caller
-// that stops reading after cancelling leaks nothing.
-func (r *Run) Events() <-chan parser.Event { return r.events }

@@ -23,9 +23,10 @@ import (
 // the consumer takes to receive events does not count.
 const killGrace = 2 * time.Second
 
-// eventBuffer is the capacity of a run's event channel: the reading side
-// can run ahead of a slow consumer by this many events.
-const eventBuffer = 64
+// resultGrace is how long a CLI may stay alive after its result line (Claude
+// Code writes its session file then) before it is stopped like a cancelled
+// run; its answer has been delivered already.
+const resultGrace = killGrace
 
 // cli is what an engine tells the shared process layer about its CLI.
 type cli struct {
@@ -107,34 +108,37 @@ func (c *cli) run(ctx context.Context, t Turn) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Run{events: make(chan parser.Event, eventBuffer), answers: make(chan PermissionAnswer)}
+	r := newRun(ctx, coalesce)
 	r.attach(p)
 	go c.loop(ctx, r, path, t, key, p)
 	return r, nil
 }
 
 // loop follows the run's process (and its one resume retry) and ends the
-// run with its terminal event.
+// run with its terminal event. A terminal event that cannot be followed by
+// a retry is delivered by follow as soon as it is parsed; the run exits
+// once the process is gone.
 func (c *cli) loop(ctx context.Context, r *Run, path string, t Turn, key string, p *process) {
-	final, texted := c.follow(ctx, r, p)
-	if t.SessionID != "" && final.Type == parser.Error && !texted && ctx.Err() == nil && resumeFailure(final.Message) {
+	retry := t.SessionID != ""
+	final, texted := c.follow(ctx, r, p, retry)
+	if retry && final.Type == parser.Error && !texted && ctx.Err() == nil && resumeFailure(final.Message) {
 		c.log.Warn("could not resume session; starting a new one", "session", t.SessionID)
 		warn := parser.Event{Type: parser.Warning, SessionReset: true,
 			Message: fmt.Sprintf("could not resume session %s; starting a new one", t.SessionID)}
-		if r.send(ctx, warn) {
-			t.SessionID = ""
-			if p, err := c.start(ctx, path, t, key); err != nil {
-				final = parser.Event{Type: parser.Error, Message: err.Error()}
-			} else {
-				r.attach(p)
-				final, _ = c.follow(ctx, r, p)
-			}
+		r.push(warn)
+		r.flush()
+		t.SessionID = ""
+		if p, err := c.start(ctx, path, t, key); err != nil {
+			final = parser.Event{Type: parser.Error, Message: err.Error()}
+		} else {
+			r.attach(p)
+			final, _ = c.follow(ctx, r, p, false)
 		}
 	}
 	if ctx.Err() != nil && final.Type != parser.Done {
 		final = stopEvent(ctx)
 	}
-	r.finish(ctx, final)
+	r.finish(final)
 }
 
 // resumeFailure reports whether an error message says the session could
@@ -159,7 +163,8 @@ type process struct {
 	cmd            *exec.Cmd
 	stdout, stderr *os.File // read ends of the pipes
 	started        time.Time
-	parser         parser.Parser // fresh for this process
+	parser         parser.Parser      // fresh for this process
+	cancel         context.CancelFunc // stops the process (see stop)
 	// stdin is the write end of an interactive CLI's stdin, and prompt
 	// the user message to write there first; nil otherwise.
 	stdin  *os.File
@@ -224,19 +229,23 @@ func (c *cli) start(ctx context.Context, path string, t Turn, key string) (*proc
 	if c.interactive {
 		argPrompt = ""
 	}
-	cmd := exec.CommandContext(ctx, path, c.args(t, argPrompt)...)
+	// The process's own context: cancelled with the run's, or by follow
+	// when the CLI outstays resultGrace.
+	pctx, cancel := context.WithCancel(ctx)
+	cmd := exec.CommandContext(pctx, path, c.args(t, argPrompt)...)
 	cmd.Stdin = stdin
 	cmd.Dir = t.Workdir
 	cmd.Env = c.env(key)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &process{cmd: cmd, parser: c.newParser(), stdin: inW}
+	p := &process{cmd: cmd, parser: c.newParser(), stdin: inW, cancel: cancel}
 	if t.SessionID != "" && c.resumeParser != nil {
 		p.parser = c.resumeParser(t.SessionID)
 	}
 	if c.interactive {
 		p.prompt = pr
 	}
-	closeStdin := func() {
+	closeStdin := func() { // and release the process's context
+		cancel()
 		if inR != nil {
 			inR.Close()
 			inW.Close()
@@ -270,6 +279,7 @@ func (c *cli) start(ctx context.Context, path string, t Turn, key string) (*proc
 		if inW != nil {
 			inW.Close()
 		}
+		cancel()
 		return nil, fmt.Errorf("engine %s: start %s: %w", c.name, path, err)
 	}
 	c.log.Debug("agent started", "pid", cmd.Process.Pid, "workdir", t.Workdir, "resume", t.SessionID != "")
@@ -280,47 +290,43 @@ func (c *cli) start(ctx context.Context, path string, t Turn, key string) (*proc
 	return p, nil
 }
 
-// follow reads p's output until it ends, sends its non-terminal events to
-// r, and returns its terminal event and whether any answer text was sent.
-func (c *cli) follow(ctx context.Context, r *Run, p *process) (final parser.Event, texted bool) {
+// follow reads p's output until it ends, hands its events to r, and
+// returns its terminal event and whether any answer text was handed over.
+// The CLI's own terminal event is delivered as soon as its line is parsed
+// unless it is a resume failure that loop retries (mayRetry: the run
+// resumes a session); the process then has resultGrace to exit before it is
+// stopped. follow returns once the process is gone.
+func (c *cli) follow(ctx context.Context, r *Run, p *process, mayRetry bool) (final parser.Event, texted bool) {
 	guard := parser.NewGuard(p.parser)
 	var parsed *parser.Event
-	// The reader never waits for the consumer (the backlog holds what it
-	// has not taken), so a pipe still open after the agent exited is held
-	// by a leftover child, not by a slow consumer.
+	early := make(chan struct{}) // closed when the terminal event went out early
 	stdoutDone := make(chan error, 1)
-	queue := newBacklog()
-	delivered := make(chan struct{})
-	go func() { // hands the events on in order, however slow the consumer
-		defer close(delivered)
-		delivering := true
-		for ev, ok := queue.next(); ok; ev, ok = queue.next() {
-			if !delivering {
-				continue
-			}
-			if !r.send(ctx, ev) {
-				delivering = false // cancelled: keep draining so the reader never blocks
-				continue
-			}
-			texted = texted || ev.Type == parser.Text
-		}
-	}()
 	go func() {
-		err := parser.ReadLines(p.stdout, func(line []byte) {
+		stdoutDone <- parser.ReadLineBatches(p.stdout, func(line []byte) {
 			for _, ev := range guard.Parse(line) {
-				if ev.Terminal() {
-					parsed = &ev
-					r.endInput() // the CLI waits for stdin to close
+				if !ev.Terminal() {
+					if ev.Type == parser.PermissionRequest {
+						r.asked(ev) // before the consumer can answer it
+					}
+					texted = texted || ev.Type == parser.Text
+					r.push(ev)
 					continue
 				}
-				if ev.Type == parser.PermissionRequest {
-					r.asked(ev) // before the consumer can answer it
+				r.endInput() // the CLI waits for stdin to close
+				if ev.Type == parser.Error {
+					// The message reaches the chat, and a CLI's own error
+					// can echo a key as well as its stderr can.
+					ev.Message = redact(ev.Message)
 				}
-				queue.push(ev)
+				parsed = &ev
+				// loop's retry condition; a stop makes it "stopped" there.
+				retry := mayRetry && ev.Type == parser.Error && !texted && resumeFailure(ev.Message)
+				if !retry && (ev.Type == parser.Done || ctx.Err() == nil) {
+					r.push(ev)
+					close(early)
+				}
 			}
-		})
-		queue.close()
-		stdoutDone <- err
+		}, r.flush)
 	}()
 	tail := newTail(20, 8<<10)
 	stderrDone := make(chan struct{})
@@ -328,9 +334,25 @@ func (c *cli) follow(ctx context.Context, r *Run, p *process) (final parser.Even
 		io.Copy(tail, p.stderr)
 		close(stderrDone)
 	}()
+	exited := make(chan error, 1)
+	go func() { exited <- p.cmd.Wait() }()
 
-	waitErr := p.cmd.Wait()
+	var waitErr error
+	select {
+	case waitErr = <-exited:
+	case <-early:
+		grace := time.NewTimer(resultGrace)
+		select {
+		case waitErr = <-exited:
+		case <-grace.C:
+			c.log.Debug("agent still running after its result; stopping it", "pid", p.cmd.Process.Pid)
+			p.cancel()
+			waitErr = <-exited
+		}
+		grace.Stop()
+	}
 	r.endInput()
+	p.cancel()
 	if !p.stopAt.IsZero() {
 		p.reap()
 	}
@@ -341,27 +363,23 @@ func (c *cli) follow(ctx context.Context, r *Run, p *process) (final parser.Even
 	}()
 	grace := time.NewTimer(killGrace)
 	defer grace.Stop()
-wait:
-	for {
-		select {
-		case readErr := <-drained:
-			if ctx.Err() == nil && readErr != nil {
-				c.log.Warn("reading agent output failed", "pid", p.cmd.Process.Pid, "err", readErr)
-			}
-			break wait
-		case <-grace.C:
-			// A leftover child holds the pipes open: end it and stop reading.
-			c.log.Debug("agent exited but its output stayed open; killing its process group", "pid", p.cmd.Process.Pid)
-			signalGroup(p.cmd, syscall.SIGKILL)
-			p.stdout.Close()
-			p.stderr.Close()
-			<-drained
-			break wait
+	select {
+	case readErr := <-drained:
+		if ctx.Err() == nil && readErr != nil {
+			c.log.Warn("reading agent output failed", "pid", p.cmd.Process.Pid, "err", readErr)
 		}
+	case <-grace.C:
+		// A leftover child holds the pipes open: end it and stop reading.
+		// The reader never waits for the consumer, so what the agent
+		// printed has been read.
+		c.log.Debug("agent exited but its output stayed open; killing its process group", "pid", p.cmd.Process.Pid)
+		signalGroup(p.cmd, syscall.SIGKILL)
+		p.stdout.Close()
+		p.stderr.Close()
+		<-drained
 	}
 	p.stdout.Close()
 	p.stderr.Close()
-	<-delivered // the consumer has taken every event, or ctx is done
 
 	reason := exitReason(p.cmd.ProcessState, waitErr)
 	log := c.log.With("pid", p.cmd.Process.Pid, "exit", reason, "duration_ms", time.Since(p.started).Milliseconds())
@@ -376,12 +394,12 @@ wait:
 		}
 		exitedOK := p.cmd.ProcessState != nil && p.cmd.ProcessState.Success()
 		final, _ = guard.End(exitedOK, reason) // a CLI without a result line ends here
+		if final.Type == parser.Error {
+			// The message reaches the chat; tokens go to no log either.
+			final.Message = redact(final.Message)
+		}
 	}
-	if final.Type == parser.Error {
-		// The message reaches the chat, and a CLI's own error can echo a
-		// key as well as its stderr can; tokens go to no log either.
-		final.Message = redact(final.Message)
-	}
+	r.flush()
 	log.Debug("agent ended", "terminal", final.Type, "stderr", redact(tail.String()))
 	return final, texted
 }
@@ -408,44 +426,6 @@ func signalGroup(cmd *exec.Cmd, sig syscall.Signal) error {
 		return os.ErrProcessDone
 	}
 	return err
-}
-
-// send delivers a non-terminal event unless ctx is done first; it reports
-// whether the event was delivered.
-func (r *Run) send(ctx context.Context, ev parser.Event) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	select {
-	case r.events <- ev:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// finish delivers the terminal event and closes the channel. Before ctx is
-// done it waits for the consumer; after, it never blocks: it drops unread
-// events to make room, so a consumer that stopped reading leaks nothing
-// and one that still reads gets the terminal event.
-func (r *Run) finish(ctx context.Context, ev parser.Event) {
-	defer close(r.events)
-	select {
-	case r.events <- ev:
-		return
-	case <-ctx.Done():
-	}
-	for {
-		select {
-		case r.events <- ev:
-			return
-		default:
-			select {
-			case <-r.events:
-			default:
-			}
-		}
-	}
 }
 
 // env returns the child's environment: the inherited one plus cfg.Env and

@@ -2,6 +2,7 @@ package parser
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,16 @@ const readBufferSize = 64 << 10
 // ReadLines' buffers, so fn must copy what it keeps. ReadLines returns nil
 // at EOF, or the first read error, wrapped.
 func ReadLines(r io.Reader, fn func(line []byte)) error {
+	return ReadLineBatches(r, fn, nil)
+}
+
+// ReadLineBatches is ReadLines that also calls flush, when not nil, each
+// time every line read so far has been handed to fn and the next one
+// needs another read: at the end of each batch of lines the writer wrote
+// at once (one read takes everything in the pipe, up to 64 KiB). A reader
+// that hands lines on can wake its consumer once per flush instead of once
+// per line.
+func ReadLineBatches(r io.Reader, fn func(line []byte), flush func()) error {
 	br := bufio.NewReaderSize(r, readBufferSize)
 	var long []byte // assembles lines longer than the read buffer; reused
 	for {
@@ -37,6 +48,9 @@ func ReadLines(r io.Reader, fn func(line []byte)) error {
 		if len(frag) > 0 {
 			deliver(frag, err == nil, fn)
 		}
+		if flush != nil && (err != nil || !lineBuffered(br)) {
+			flush()
+		}
 		if err != nil {
 			if err == io.EOF {
 				return nil
@@ -47,6 +61,12 @@ func ReadLines(r io.Reader, fn func(line []byte)) error {
 			long = nil // let one huge line's buffer go after it has passed
 		}
 	}
+}
+
+// lineBuffered reports whether br holds a whole line that needs no read.
+func lineBuffered(br *bufio.Reader) bool {
+	rest, _ := br.Peek(br.Buffered())
+	return bytes.IndexByte(rest, '\n') >= 0
 }
 
 // deliver strips the line terminator ('\n' when terminated, then one '\r')

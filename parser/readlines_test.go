@@ -116,3 +116,24 @@ func TestReadLinesDoesNotCopyShortLines(t *testing.T) {
 		t.Errorf("%v allocations for 1000 short lines, want a handful", allocs)
 	}
 }
+
+// TestReadLineBatchesFlush: flush comes after the last whole line of each
+// read, also when the read ended inside the next line, and never between
+// lines of one read.
+func TestReadLineBatchesFlush(t *testing.T) {
+	var got []string
+	pr, pw := io.Pipe() // one Write, one read
+	go func() {
+		pw.Write([]byte("a\nb\nc"))
+		pw.Write([]byte("d\ne\n"))
+		pw.Write([]byte("f"))
+		pw.Close()
+	}()
+	err := ReadLineBatches(pr, func(line []byte) { got = append(got, string(line)) }, func() { got = append(got, "|") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := strings.Join(got, " "); s != "a b | cd e | f |" {
+		t.Errorf("lines and flushes: %q, want %q", s, "a b | cd e | f |")
+	}
+}

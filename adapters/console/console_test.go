@@ -168,7 +168,7 @@ func TestReadErrorIsReturned(t *testing.T) {
 // is still streaming, and events arriving later do not block the sink.
 func TestCancelDuringTurn(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	sinks := make(chan func(parser.Event), 1)
+	sinks := make(chan func(...parser.Event), 1)
 	h := fakeHandler{handle: func(_ context.Context, m core.Message) {
 		m.Sink(text("working"))
 		sinks <- m.Sink
@@ -247,7 +247,7 @@ func (s *syncBuffer) String() string {
 // is taken after the answer ends.
 func TestStopWhileAnswering(t *testing.T) {
 	var mu sync.Mutex
-	var running func(parser.Event)
+	var running func(...parser.Event)
 	var got []string
 	h := fakeHandler{handle: func(_ context.Context, m core.Message) {
 		mu.Lock()

@@ -28,7 +28,7 @@ func quietServe(b *testing.B, h core.Handler) string {
 // BenchmarkSinkToClient measures one event's way from the dispatcher's
 // sink to the client having read its SSE frame, on an open stream.
 func BenchmarkSinkToClient(b *testing.B) {
-	sinks := make(chan func(parser.Event), 1)
+	sinks := make(chan func(...parser.Event), 1)
 	base := quietServe(b, fakeHandler{handle: func(_ context.Context, m core.Message) { sinks <- m.Sink }})
 	req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat", strings.NewReader(`{"conversation":"b","text":"x"}`))
 	req.Header.Set("Content-Type", "application/json")

@@ -1,0 +1,190 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/golem-chat/golem/parser"
+)
+
+// coalesce is how long a run holds events that follow closely on the last
+// ones it handed over, so that a CLI printing a line every half
+// millisecond wakes its consumer a few hundred times a second rather than
+// thousands. The first events after a quiet spell and the terminal event
+// are never held.
+const coalesce = 4 * time.Millisecond
+
+// Run is one agent invocation in progress. It is two-way: a run of a CLI
+// that asks before it writes or runs (Capabilities.Approvals) delivers
+// parser.PermissionRequest events and waits for the answers given to
+// Respond (see permission.go); the run never waits for its consumer to
+// read.
+//
+// The events are read with Next, which returns every event ready at once,
+// or, one at a time, from the channel Events returns; a consumer uses one
+// of the two. The terminal event comes as soon as the CLI's result line is
+// parsed; Exited says when the CLI's process is gone too.
+type Run struct {
+	mu      sync.Mutex
+	pending []parser.Event
+	ended   bool          // the terminal event is pending or taken
+	taken   bool          // and has been taken
+	ready   chan struct{} // capacity 1: something to take since the last Next
+	hold    time.Duration // see coalesce; 0 for in-process runs
+	woke    time.Time     // when the consumer was last woken
+	timer   *time.Timer   // a held wake-up, or nil
+
+	exited  chan struct{}
+	ctx     context.Context // the run's; Events drops what is unread once it is done
+	once    sync.Once
+	events  chan parser.Event
+	answers chan PermissionAnswer // in-process runs: what Respond is given
+	control *control              // a CLI run that asks: its stdin
+}
+
+func newRun(ctx context.Context, hold time.Duration) *Run {
+	return &Run{ready: make(chan struct{}, 1), hold: hold, exited: make(chan struct{}),
+		ctx: ctx, answers: make(chan PermissionAnswer)}
+}
+
+// Next waits until events are ready and returns all of them, oldest first.
+// The batch that holds the terminal event (parser.Done or parser.Error)
+// ends with it, and after it Next returns nil at once. The run never waits
+// for Next: what the CLI prints waits in memory until it is taken.
+func (r *Run) Next() []parser.Event {
+	for {
+		r.mu.Lock()
+		if len(r.pending) > 0 {
+			out := r.pending
+			r.pending = nil
+			r.taken = r.ended
+			r.mu.Unlock()
+			return out
+		}
+		if r.taken {
+			r.mu.Unlock()
+			return nil
+		}
+		r.mu.Unlock()
+		<-r.ready
+	}
+}
+
+// Events delivers the run's events one at a time, in order, for callers
+// that want a channel. The terminal event comes as early as from Next; the
+// channel is closed after it once the run has exited (see Exited), so a
+// loop over it ends when the CLI is gone and its files are written. Once
+// the run's ctx is cancelled, events the caller has not read yet may be
+// dropped to make room for the terminal event, which is always delivered;
+// a caller that stops reading after cancelling leaks nothing.
+func (r *Run) Events() <-chan parser.Event {
+	r.once.Do(func() {
+		r.events = make(chan parser.Event, 64)
+		go r.forward()
+	})
+	return r.events
+}
+
+// forward feeds Events from Next.
+func (r *Run) forward() {
+	defer func() {
+		<-r.exited
+		close(r.events)
+	}()
+	done := r.ctx.Done()
+	for batch := r.Next(); batch != nil; batch = r.Next() {
+		for _, ev := range batch {
+			if !ev.Terminal() {
+				select {
+				case r.events <- ev:
+				case <-done: // not read any more: drop
+				}
+				continue
+			}
+			for { // the terminal event: make room for it
+				select {
+				case r.events <- ev:
+					return
+				case <-done:
+					select {
+					case <-r.events:
+					default:
+					}
+				}
+			}
+		}
+	}
+}
+
+// Exited is closed once every CLI process of the run has exited and its
+// output is closed, after the terminal event. A caller that must not start
+// the conversation's next turn before the agent is gone (the session file
+// is written last) waits for it.
+func (r *Run) Exited() <-chan struct{} { return r.exited }
+
+// push queues events for the consumer; they are handed over at the next
+// flush. Events after the terminal one are dropped.
+func (r *Run) push(evs ...parser.Event) {
+	r.mu.Lock()
+	for _, ev := range evs {
+		if r.ended {
+			break
+		}
+		r.pending = append(r.pending, ev)
+		r.ended = ev.Terminal()
+	}
+	r.mu.Unlock()
+}
+
+// flush hands what push queued to the consumer: at once after a quiet
+// spell of r.hold or when the terminal event is queued, otherwise when the
+// hold since the last wake-up is over.
+func (r *Run) flush() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.pending) == 0 {
+		return
+	}
+	now := time.Now()
+	wait := r.hold - now.Sub(r.woke)
+	if r.ended || wait <= 0 {
+		if r.timer != nil {
+			r.timer.Stop()
+			r.timer = nil
+		}
+		r.wakeLocked(now)
+		return
+	}
+	if r.timer == nil {
+		r.timer = time.AfterFunc(wait, func() {
+			r.mu.Lock()
+			r.timer = nil
+			r.wakeLocked(time.Now())
+			r.mu.Unlock()
+		})
+	}
+}
+
+func (r *Run) wakeLocked(now time.Time) {
+	r.woke = now
+	select {
+	case r.ready <- struct{}{}:
+	default:
+	}
+}
+
+// delivered reports whether the terminal event has been queued.
+func (r *Run) delivered() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ended
+}
+
+// finish queues the terminal event unless one was delivered already, hands
+// it over, and marks the run exited.
+func (r *Run) finish(ev parser.Event) {
+	r.push(ev)
+	r.flush()
+	close(r.exited)
+}
