@@ -1,0 +1,348 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/golem-chat/golem/engine/enginetest"
+)
+
+// The benchmarks in this file measure `bot serve` as a process of its own,
+// the fake agent CLI (engine/enginetest) as Claude Code and the HTTP API as
+// the platform, as a person would load it:
+//
+//	go test -run '^$' -bench 'Serve|BareSpawn' -benchtime 1x ./cmd/bot/
+//
+// The bot's CPU time is read from /proc (Linux only), its children's not
+// included.
+
+// loadBot is a `bot serve` under load.
+type loadBot struct {
+	base     string
+	cmd      *exec.Cmd
+	agentLog string
+	agent    string // the fake agent's path
+}
+
+// startLoadBot starts `bot serve` with turns at once up to maxConcurrent
+// and the repository's skills, as the default configuration has them.
+func startLoadBot(b *testing.B, maxConcurrent int) *loadBot {
+	b.Helper()
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		b.Skip("needs /proc")
+	}
+	dir := b.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	skills, _ := filepath.Abs("../../skills")
+	if os.Getenv("NOSKILLS") != "" {
+		skills = ""
+	}
+	lb := &loadBot{base: "http://" + addr, agentLog: filepath.Join(dir, "agent.log"), agent: enginetest.Build(b)}
+	config := fmt.Sprintf(`
+engine: claude-code
+workspace: ./ws
+store: ./data/golem.db
+skills: %q # SKILLSX
+max_concurrent: %d
+queue_depth: 5
+log_level: warn
+engines:
+  claude-code: {command: %q, env: {FAKE_AGENT_LOG: %q}}
+slack: {bot_token: "", app_token: ""}
+http: {listen: %q}
+`, skills, maxConcurrent, lb.agent, lb.agentLog, addr)
+	path := filepath.Join(dir, "bot.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	var log syncBuffer
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), botArgsEnv+"="+strings.Join([]string{"serve", "--config", path}, "\x1f"))
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		if b.Failed() {
+			b.Logf("bot log:\n%s", log.String())
+		}
+	})
+	lb.cmd = cmd
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		res, err := http.Get(lb.base + "/healthz")
+		if err == nil {
+			res.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("bot serve did not come up: %v\n%s", err, log.String())
+		}
+		time.Sleep(20 * time.Millisecond) // polling a port: nothing to wait on
+	}
+	return lb
+}
+
+// cpu returns the CPU time the bot process has used (user + system).
+func (lb *loadBot) cpu(b *testing.B) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", lb.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, rest, _ := bytes.Cut(raw, []byte(") "))
+	f := strings.Fields(string(rest))
+	utime, _ := strconv.ParseInt(f[11], 10, 64) // fields 14 and 15 of stat
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+}
+
+// chatResult is what the client saw of one chat.
+type chatResult struct {
+	sent      time.Time // the request was sent
+	firstText time.Time // the first text event arrived
+	stamps    []int64   // the "stamp:<ns>" texts, in order
+	closed    time.Time // the stream ended (EOF)
+	terminal  string    // the terminal event's type
+	bytes     int
+}
+
+// chat posts text to conversation and reads the stream to its end.
+func (lb *loadBot) chat(b *testing.B, conversation, text string) chatResult {
+	body := fmt.Sprintf(`{"conversation":%q,"text":%q}`, conversation, text)
+	req, _ := http.NewRequest(http.MethodPost, lb.base+"/v1/chat", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	var r chatResult
+	r.sent = time.Now()
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Error(err)
+		return r
+	}
+	defer res.Body.Close()
+	br := bufio.NewReaderSize(res.Body, 64<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		r.bytes += len(line)
+		if p, ok := bytes.CutPrefix(line, []byte(`data: {"type":"text","content":"`)); ok {
+			if r.firstText.IsZero() {
+				r.firstText = time.Now()
+			}
+			if s, ok := bytes.CutPrefix(p, []byte("stamp:")); ok {
+				ns, _ := strconv.ParseInt(string(bytes.TrimRight(s, "\"}\n")), 10, 64)
+				r.stamps = append(r.stamps, ns)
+			}
+		} else if p, ok := bytes.CutPrefix(line, []byte(`data: {"type":"`)); ok {
+			typ, _, _ := bytes.Cut(p, []byte(`"`))
+			if string(typ) == "done" || string(typ) == "error" {
+				r.terminal = string(typ)
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			b.Error(err)
+			return r
+		}
+	}
+	r.closed = time.Now()
+	if r.terminal != "done" {
+		b.Errorf("chat %s ended with %q, not done", conversation, r.terminal)
+	}
+	return r
+}
+
+// cliOutput returns the bytes the fake agent prints for prompt as golem
+// runs it, measured by running it once directly.
+func cliOutput(b *testing.B, agent, prompt string) int {
+	out, err := exec.Command(agent, "-p", prompt, "--output-format", "stream-json", "--verbose",
+		"--include-partial-messages").Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return len(out)
+}
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// BenchmarkServeStreamCPU streams an answer of 20,000 lines printed 0.5 ms
+// apart through `bot serve` (sequential chats) and reports the bot's CPU
+// seconds per MB of CLI output, and the first text's latency: from the CLI
+// printing it (a stamp in the text) to the client reading it, and from the
+// request.
+func BenchmarkServeStreamCPU(b *testing.B) {
+	lb := startLoadBot(b, 8)
+	const prompt = "!stamp\n!delta-rate 500us 20000"
+	size := cliOutput(b, lb.agent, prompt)
+	lb.chat(b, "warm", "hello") // the store, the skills, the first process
+	var first, request []time.Duration
+	n := 0
+	before := lb.cpu(b)
+	for b.Loop() {
+		r := lb.chat(b, "c"+strconv.Itoa(n), prompt)
+		n++
+		if len(r.stamps) > 0 {
+			first = append(first, r.firstText.Sub(time.Unix(0, r.stamps[0])))
+		}
+		request = append(request, r.firstText.Sub(r.sent))
+	}
+	cpu := lb.cpu(b) - before
+	b.ReportMetric(cpu.Seconds()/(float64(n*size)/1e6), "cpu-s/MB")
+	b.ReportMetric(ms(median(first)), "stamp-to-client-ms")
+	b.ReportMetric(ms(median(request)), "request-to-text-ms")
+}
+
+// BenchmarkServeResultToClose measures, through `bot serve`, the time from
+// the CLI printing its result line (the stamp printed just before it) to
+// the client seeing the stream end, one chat at a time and 20 at once. The
+// fake stays alive 20 ms after its result, as Claude Code does while it
+// writes its session file.
+func BenchmarkServeResultToClose(b *testing.B) {
+	for _, conc := range []int{1, 20} {
+		b.Run("chats="+strconv.Itoa(conc), func(b *testing.B) {
+			lb := startLoadBot(b, conc)
+			const prompt = "!text 2000\n!stamp\n!linger 20ms"
+			lb.chat(b, "warm", "hello")
+			var lat []time.Duration
+			var mu sync.Mutex
+			round := 0
+			for b.Loop() {
+				var wg sync.WaitGroup
+				for i := range conc {
+					wg.Go(func() {
+						r := lb.chat(b, fmt.Sprintf("r%d-%d", round, i), prompt)
+						if len(r.stamps) > 0 {
+							mu.Lock()
+							lat = append(lat, r.closed.Sub(time.Unix(0, r.stamps[len(r.stamps)-1])))
+							mu.Unlock()
+						}
+					})
+				}
+				wg.Wait()
+				round++
+			}
+			b.ReportMetric(ms(median(lat)), "result-to-close-ms")
+		})
+	}
+}
+
+// BenchmarkServeTurnStart sends n chats at once to `bot serve`
+// (max_concurrent n) and reports the median and the slowest time from a
+// request to its CLI having started (the fake logs when it began);
+// BenchmarkBareSpawn is the floor for the same n.
+func BenchmarkServeTurnStart(b *testing.B) {
+	for _, n := range []int{100, 200} {
+		b.Run("chats="+strconv.Itoa(n), func(b *testing.B) {
+			lb := startLoadBot(b, n)
+			lb.chat(b, "warm", "hello")
+			var lat []time.Duration
+			round := 0
+			for b.Loop() {
+				sent := make(map[string]time.Time, n)
+				var mu sync.Mutex
+				var wg sync.WaitGroup
+				for i := range n {
+					id := fmt.Sprintf("turn-%d-%d", round, i)
+					wg.Go(func() {
+						r := lb.chat(b, id, id)
+						mu.Lock()
+						sent[id] = r.sent
+						mu.Unlock()
+					})
+				}
+				wg.Wait()
+				round++
+				lat = append(lat, startLatencies(b, lb.agentLog, sent)...)
+				os.Remove(lb.agentLog)
+			}
+			b.ReportMetric(ms(median(lat)), "median-ms")
+			b.ReportMetric(ms(slices.Max(lat)), "max-ms")
+		})
+	}
+}
+
+// BenchmarkBareSpawn starts the fake agent n times at once from plain Go
+// (os/exec, stdout read to its end) and reports the median and the
+// slowest time from the call to the process having started: the floor
+// for BenchmarkServeTurnStart.
+func BenchmarkBareSpawn(b *testing.B) {
+	agent := enginetest.Build(b)
+	for _, n := range []int{100, 200} {
+		b.Run("n="+strconv.Itoa(n), func(b *testing.B) {
+			log := filepath.Join(b.TempDir(), "agent.log")
+			var lat []time.Duration
+			round := 0
+			for b.Loop() {
+				sent := make(map[string]time.Time, n)
+				var mu sync.Mutex
+				var wg sync.WaitGroup
+				for i := range n {
+					id := fmt.Sprintf("turn-%d-%d", round, i)
+					wg.Go(func() {
+						cmd := exec.Command(agent, "-p", id, "--output-format", "stream-json", "--verbose", "--include-partial-messages")
+						cmd.Env = append(os.Environ(), "FAKE_AGENT_LOG="+log)
+						cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+						mu.Lock()
+						sent[id] = time.Now()
+						mu.Unlock()
+						if _, err := cmd.Output(); err != nil {
+							b.Error(err)
+						}
+					})
+				}
+				wg.Wait()
+				round++
+				lat = append(lat, startLatencies(b, log, sent)...)
+				os.Remove(log)
+			}
+			b.ReportMetric(ms(median(lat)), "median-ms")
+			b.ReportMetric(ms(slices.Max(lat)), "max-ms")
+		})
+	}
+}
+
+// startLatencies matches the fake agent's invocations to the times their
+// prompts were sent.
+func startLatencies(b *testing.B, log string, sent map[string]time.Time) []time.Duration {
+	var out []time.Duration
+	for _, inv := range enginetest.ReadLog(b, log) {
+		at, ok := sent[inv.Prompt]
+		if !ok {
+			continue
+		}
+		out = append(out, time.Unix(0, inv.Started).Sub(at))
+	}
+	if len(out) != len(sent) {
+		b.Fatalf("%d of %d agents logged their start", len(out), len(sent))
+	}
+	return out
+}
