@@ -11,14 +11,15 @@ var codexSpec = Spec{
 	Name:           "codex",
 	DefaultCommand: "codex",
 	InstallHint:    "install Codex with `npm install -g @openai/codex`, or set the engine's command to the path of `codex`",
-	// Only bypass for now (--dangerously-bypass-approvals-and-sandbox). What
-	// codex exec offers: --sandbox read-only (could be plan) and
-	// workspace-write (edits in the workspace, and commands sandboxed
-	// without asking: looser than accept-edits) with approval_policy never;
-	// it cannot ask headless (untrusted / on-request need the TUI or the
-	// app-server protocol), so ask is out of reach of exec.
-	NewParser:   parser.NewCodex,
-	NewSettings: func() Settings { return &CodexSettings{} },
+	// plan is --sandbox read-only; bypass is
+	// --dangerously-bypass-approvals-and-sandbox. accept-edits is not
+	// honoured: --sandbox workspace-write also runs every command (sandboxed)
+	// without asking, looser than "the rest is asked"; and codex exec cannot
+	// ask at all (untrusted / on-request need the TUI or the app-server
+	// protocol), so ask is out of reach.
+	Capabilities: Capabilities{PermissionModes: []string{string(ModePlan)}},
+	NewParser:    parser.NewCodex,
+	NewSettings:  func() Settings { return &CodexSettings{} },
 	Credentials: Credentials{
 		KeyEnv: []string{"OPENAI_API_KEY", "CODEX_API_KEY"},
 		// `codex login` writes auth.json in CODEX_HOME (default ~/.codex).
@@ -45,7 +46,7 @@ const codexProvider = "golem"
 
 // Codex runs OpenAI's Codex CLI:
 //
-//	codex exec --json --skip-git-repo-check (--dangerously-bypass-approvals-and-sandbox | --sandbox workspace-write|read-only)
+//	codex exec --json --skip-git-repo-check (--dangerously-bypass-approvals-and-sandbox | --sandbox read-only)
 //	      [-m M] [-c model_provider=golem -c model_providers.golem={...}] [Config.Args...]
 //	      [resume ID] PROMPT
 //
@@ -92,8 +93,6 @@ func NewCodex(cfg Config) *Codex {
 		args: func(t Turn, prompt string) []string {
 			args := []string{"exec", "--json", "--skip-git-repo-check"}
 			switch t.Mode { // Run has refused the modes it cannot honour
-			case ModeAcceptEdits:
-				args = append(args, "--sandbox", "workspace-write")
 			case ModePlan:
 				args = append(args, "--sandbox", "read-only")
 			default:

@@ -281,3 +281,25 @@ func TestCodexRealStop(t *testing.T) {
 	})
 	realStop(t, c.newEngine("sleep", engine.Config{}), c.workdir)
 }
+
+// TestCodexRealPlan: in plan mode (--sandbox read-only) the model's patch
+// is refused and nothing is written.
+func TestCodexRealPlan(t *testing.T) {
+	t.Parallel()
+	c := newRealCodex(t)
+	events := c.run(t, c.newEngine(openaitest.ScenarioWrite, engine.Config{}), engine.Turn{Prompt: "Write a note.", Mode: engine.ModePlan})
+
+	// Codex prints no item for the refused patch; the model is told.
+	reqs := c.srv.ResponseRequests(openaitest.ScenarioWrite)
+	if len(reqs) != 2 || len(reqs[1].Outputs()) != 1 || !strings.Contains(reqs[1].Outputs()[0].OutputText(), "read-only sandbox") {
+		t.Errorf("the model was not told that the read-only sandbox blocked its patch (%d calls)", len(reqs))
+	}
+	if _, err := os.Stat(filepath.Join(c.workdir, openaitest.WriteFile)); !os.IsNotExist(err) {
+		t.Errorf("plan mode wrote %s (%v); events: %s", openaitest.WriteFile, err, realDump(events))
+	}
+	for _, ev := range events {
+		if ev.Type == parser.ToolResult && !ev.IsError {
+			t.Errorf("a tool succeeded in plan mode: %+v", ev)
+		}
+	}
+}

@@ -10,12 +10,12 @@ var geminiSpec = Spec{
 	Name:           "gemini",
 	DefaultCommand: "gemini",
 	InstallHint:    "install the Gemini CLI with `npm install -g @google/gemini-cli`, or set the engine's command to the path of `gemini`",
-	// Only bypass for now (--yolo). What the CLI offers: --approval-mode
-	// plan (read-only: could be plan) and auto_edit (edits run; headless,
-	// what would be asked is refused rather than asked); its default mode
-	// asks, which headless (-p) it cannot, so ask is out of reach.
-	NewParser:   parser.NewGemini,
-	NewSettings: func() Settings { return &GeminiSettings{} },
+	// plan is --approval-mode plan (read-only), accept-edits is auto_edit:
+	// edits run, and what the CLI would ask about is refused, as headless
+	// it cannot ask (which also puts ask out of reach); bypass is --yolo.
+	Capabilities: Capabilities{PermissionModes: []string{string(ModeAcceptEdits), string(ModePlan)}},
+	NewParser:    parser.NewGemini,
+	NewSettings:  func() Settings { return &GeminiSettings{} },
 	Credentials: Credentials{
 		KeyEnv: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"},
 		// A Google login in the CLI is kept in ~/.gemini/oauth_creds.json.

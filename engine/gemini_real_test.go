@@ -284,3 +284,38 @@ func TestGeminiRealStop(t *testing.T) {
 	})
 	realStop(t, c.newEngine(t, "sleep", engine.Config{}), c.workdir)
 }
+
+// TestGeminiRealModes: plan mode (--approval-mode plan) refuses the
+// model's write; accept-edits (auto_edit) lets it write but refuses a
+// shell command, which headless it cannot ask about.
+func TestGeminiRealModes(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		mode      engine.Mode
+		scenario  string
+		wantWrite bool
+	}{
+		{"plan refuses a write", engine.ModePlan, geminitest.ScenarioWrite, false},
+		{"accept-edits writes", engine.ModeAcceptEdits, geminitest.ScenarioWrite, true},
+		{"accept-edits refuses a command", engine.ModeAcceptEdits, geminitest.ScenarioBash, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newRealGemini(t)
+			events := c.run(t, c.newEngine(t, tc.scenario, engine.Config{}), engine.Turn{Prompt: "Do it.", Mode: tc.mode})
+
+			_, err := os.Stat(filepath.Join(c.workdir, geminitest.WriteFile))
+			if wrote := err == nil; tc.scenario == geminitest.ScenarioWrite && wrote != tc.wantWrite {
+				t.Errorf("wrote %s: %v, want %v; events: %s", geminitest.WriteFile, wrote, tc.wantWrite, realDump(events))
+			}
+			for _, ev := range events {
+				if ev.Type == parser.ToolResult && ev.IsError == tc.wantWrite {
+					t.Errorf("tool result %+v in %s; events: %s", ev, tc.mode, realDump(events))
+				}
+				if tc.scenario == geminitest.ScenarioBash && ev.Type == parser.ToolResult && strings.TrimSpace(ev.Content) == "hi" {
+					t.Errorf("the command ran in %s: %+v", tc.mode, ev)
+				}
+			}
+		})
+	}
+}

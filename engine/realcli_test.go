@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -88,26 +89,27 @@ func pollPID(ctx context.Context, path string) int {
 	}
 }
 
-// TestNewEnginesRunOnlyInBypass: Codex, Gemini and OpenCode run with their
-// CLI's full-permission flag, so any other mode is refused before a
-// process starts (the CLIs' own modes are not wired yet; see their Specs).
-func TestNewEnginesRunOnlyInBypass(t *testing.T) {
-	for _, name := range []string{"codex", "gemini", "opencode"} {
+// TestNewEngineModes: each new engine honours exactly the modes its CLI
+// can keep headless, and Run refuses the others before a process starts.
+func TestNewEngineModes(t *testing.T) {
+	for name, want := range map[string][]engine.Mode{
+		"codex":    {engine.ModePlan, engine.ModeBypass},
+		"gemini":   {engine.ModeAcceptEdits, engine.ModePlan, engine.ModeBypass},
+		"opencode": {engine.ModeBypass},
+	} {
 		spec, ok := engine.Find(name)
 		if !ok {
 			t.Fatalf("%s is not in the registry", name)
 		}
-		for _, m := range engine.Modes {
-			if spec.Honours(m) != (m == engine.ModeBypass) {
-				t.Errorf("%s honours %s: %v", name, m, spec.Honours(m))
-			}
+		if got := spec.HonouredModes(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s honours %v, want %v", name, got, want)
 		}
 		e, err := engine.New(name, engine.Config{Command: "/bin/true"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.Run(context.Background(), engine.Turn{Prompt: "hi", Workdir: t.TempDir(), Mode: engine.ModePlan}); !errors.Is(err, engine.ErrMode) {
-			t.Errorf("%s ran a plan-mode turn: %v", name, err)
+		if _, err := e.Run(context.Background(), engine.Turn{Prompt: "hi", Workdir: t.TempDir(), Mode: engine.ModeAsk}); !errors.Is(err, engine.ErrMode) {
+			t.Errorf("%s ran an ask-mode turn: %v", name, err)
 		}
 	}
 }
