@@ -62,6 +62,7 @@ type webAPI interface {
 	AuthTestContext(ctx context.Context) (*slackapi.AuthTestResponse, error)
 	PostMessageContext(ctx context.Context, channel string, opts ...slackapi.MsgOption) (string, string, error)
 	UpdateMessageContext(ctx context.Context, channel, ts string, opts ...slackapi.MsgOption) (string, string, string, error)
+	PostEphemeralContext(ctx context.Context, channel, user string, opts ...slackapi.MsgOption) (string, error)
 	AddReactionContext(ctx context.Context, name string, item slackapi.ItemRef) error
 	RemoveReactionContext(ctx context.Context, name string, item slackapi.ItemRef) error
 	GetFileInfoContext(ctx context.Context, id string, count, page int) (*slackapi.File, []slackapi.Comment, *slackapi.Paging, error)
@@ -263,6 +264,8 @@ func (a *Adapter) onSocketEvent(ctx context.Context, sm *socketmode.Client, h co
 		a.log.Warn("slack: socket connection failed; retrying", "err", ev.Data)
 	case socketmode.EventTypeEventsAPI:
 		a.onEventsAPI(ctx, h, ev)
+	case socketmode.EventTypeInteractive:
+		a.onInteractive(ctx, h, ev)
 	case socketmode.EventTypeSlashCommand:
 		if cmd, ok := ev.Data.(slackapi.SlashCommand); ok {
 			if m, ok := a.fromSlashCommand(cmd); ok {

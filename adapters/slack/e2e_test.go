@@ -397,3 +397,68 @@ func TestE2EStrangersFilesAreNotDownloaded(t *testing.T) {
 		t.Errorf("a stranger's file was downloaded %d times, want never", n)
 	}
 }
+
+// TestE2EApprovalButtons: a permission request is a Block Kit message with
+// buttons; a stranger's click is acked and answered privately, the asker's
+// decides and the message is updated to the outcome without buttons, a
+// second click is refused; mentions in the shown command never ping.
+func TestE2EApprovalButtons(t *testing.T) {
+	b := newE2E(t, botConfig{})
+	b.say(slacktest.Event{Channel: "C1", Text: mention + " !ask Bash {\"command\":\"echo <!channel> <@U2>\"}\nran it"})
+	var q slacktest.Message
+	if !b.fake.Wait(20*time.Second, func() bool {
+		for _, m := range b.fake.BotMessages("C1") {
+			if strings.Contains(m.Blocks, `"actions"`) {
+				q = m
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("no question with buttons; bot messages: %+v", b.fake.BotMessages("C1"))
+	}
+	for _, want := range []string{`"Allow"`, `"Allow for this session"`, `"Deny"`, `"style":"danger"`, `golem:allow:`} {
+		if !strings.Contains(q.Blocks, want) {
+			t.Errorf("blocks %s lack %s", q.Blocks, want)
+		}
+	}
+	if strings.Contains(q.Blocks, "<!channel>") || strings.Contains(q.Blocks, "<@U2>") || strings.Contains(q.Text, "<!channel>") {
+		t.Errorf("the question pings: %s / %q", q.Blocks, q.Text)
+	}
+	i := strings.Index(q.Blocks, "golem:allow:")
+	allow := q.Blocks[i : i+len("golem:allow:")+8]
+	click := func(user string) slacktest.Delivery {
+		d, err := b.fake.Click(user, "C1", q.ThreadTS, q.TS, allow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !b.fake.Wait(5*time.Second, func() bool { _, ok := b.fake.Acked(d.EnvelopeID); return ok }) {
+			t.Fatalf("the click of %s was not acked", user)
+		}
+		return d
+	}
+	ephemerals := func() int { return len(b.fake.Calls("chat.postEphemeral")) }
+	click("U9")
+	if !b.fake.Wait(20*time.Second, func() bool { return ephemerals() == 1 }) {
+		t.Fatal("the stranger got no private refusal")
+	}
+	if c := b.fake.Calls("chat.postEphemeral")[0]; c.Args["user"] != "U9" || !strings.Contains(c.Args["text"], "Only the asker or an approver") {
+		t.Errorf("refusal %+v", c.Args)
+	}
+	click("U1")
+	b.answer("C1", "", "echo: ran it")
+	if !b.fake.Wait(20*time.Second, func() bool {
+		m, _ := b.fake.Message("C1", q.TS)
+		return strings.Contains(m.Text, "allowed by") && !strings.Contains(m.Blocks, `"actions"`)
+	}) {
+		m, _ := b.fake.Message("C1", q.TS)
+		t.Fatalf("the question was not updated to the outcome: %+v", m)
+	}
+	click("U1")
+	if !b.fake.Wait(20*time.Second, func() bool { return ephemerals() == 2 }) {
+		t.Fatal("a double click was not refused")
+	}
+	if c := b.fake.Calls("chat.postEphemeral")[1]; !strings.Contains(c.Args["text"], "already answered") {
+		t.Errorf("double-click refusal %+v", c.Args)
+	}
+}

@@ -127,10 +127,10 @@ func slackOK(err error, code string) error {
 // that may have posted anyway (a 5xx, a stalled answer), the channel or
 // thread is read back first and the post is repeated only if it did not
 // land (see the retry package).
-func (a *Adapter) post(ctx context.Context, channel, thread, text string) (string, error) {
+func (a *Adapter) post(ctx context.Context, channel, thread, text string, extra ...slackapi.MsgOption) (string, error) {
 	rendered := render(text)
-	opts := []slackapi.MsgOption{slackapi.MsgOptionText(rendered, false),
-		slackapi.MsgOptionDisableLinkUnfurl(), slackapi.MsgOptionDisableMediaUnfurl()}
+	opts := append([]slackapi.MsgOption{slackapi.MsgOptionText(rendered, false),
+		slackapi.MsgOptionDisableLinkUnfurl(), slackapi.MsgOptionDisableMediaUnfurl()}, extra...)
 	if thread != "" {
 		opts = append(opts, slackapi.MsgOptionTS(thread))
 	}

@@ -74,6 +74,7 @@ type Message struct {
 	Text      string
 	Edits     int      // successful chat.update calls on it
 	Reactions []string // reaction names the bot added and not removed
+	Blocks    string   // the Block Kit blocks as posted or last updated (JSON); "" without
 }
 
 // Server is a running fake Slack. Its methods are safe for concurrent use.

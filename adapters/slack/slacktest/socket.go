@@ -250,6 +250,31 @@ func (s *Server) SlashCommand(user, channel, command, text string) (Delivery, er
 	return s.push(Delivery{kind: "slash_commands", payload: payload})
 }
 
+// Click delivers a click by user on the button with value under the bot's
+// message ts in channel (thread: the message's thread) as Socket Mode
+// does: an interactive envelope whose payload is block_actions.
+func (s *Server) Click(user, channel, thread, ts, value string) (Delivery, error) {
+	s.mu.Lock()
+	trigger := s.nextIDLocked("Tr")
+	actionTS := s.nextTSLocked()
+	s.mu.Unlock()
+	container := map[string]any{"type": "message", "message_ts": ts, "channel_id": channel, "is_ephemeral": false}
+	if thread != "" {
+		container["thread_ts"] = thread
+	}
+	payload := map[string]any{
+		"type": "block_actions", "team": map[string]any{"id": TeamID, "domain": "fake"},
+		"user":       map[string]any{"id": user, "username": user, "name": user, "team_id": TeamID},
+		"api_app_id": AppID, "token": "verification", "container": container, "trigger_id": trigger,
+		"channel":      map[string]any{"id": channel, "name": channel},
+		"message":      map[string]any{"type": "message", "ts": ts, "thread_ts": thread, "user": BotUserID, "bot_id": BotID},
+		"response_url": s.URL + "/actions/" + trigger,
+		"actions": []map[string]any{{"type": "button", "block_id": "golem-question", "action_id": value,
+			"value": value, "action_ts": actionTS, "text": map[string]any{"type": "plain_text", "text": value}}},
+	}
+	return s.push(Delivery{kind: "interactive", payload: payload})
+}
+
 func (s *Server) push(d Delivery) (Delivery, error) {
 	s.mu.Lock()
 	d.EnvelopeID = s.nextIDLocked("env-")

@@ -162,7 +162,7 @@ func (s *Server) apiLocked(method string, a map[string]string) (map[string]any, 
 			return nil, "msg_too_long"
 		}
 		m := &Message{Channel: a["channel"], TS: s.nextTSLocked(), ThreadTS: a["thread_ts"],
-			User: BotUserID, BotID: BotID, Text: a["text"]}
+			User: BotUserID, BotID: BotID, Text: a["text"], Blocks: a["blocks"]}
 		s.msgs = append(s.msgs, m)
 		return map[string]any{"channel": m.Channel, "ts": m.TS, "message": wireMessage(m)}, ""
 	case "chat.update":
@@ -178,8 +178,19 @@ func (s *Server) apiLocked(method string, a map[string]string) (map[string]any, 
 			return nil, "msg_too_long"
 		}
 		m.Text = a["text"]
+		if b, ok := a["blocks"]; ok {
+			m.Blocks = b
+		}
 		m.Edits++
 		return map[string]any{"channel": m.Channel, "ts": m.TS, "text": m.Text}, ""
+	case "chat.postEphemeral":
+		if a["channel"] == "" || a["user"] == "" {
+			return nil, "channel_not_found"
+		}
+		if a["text"] == "" && a["blocks"] == "" {
+			return nil, "no_text"
+		}
+		return map[string]any{"message_ts": s.nextTSLocked()}, ""
 	case "reactions.add", "reactions.remove":
 		m := s.findLocked(a["channel"], a["timestamp"])
 		if m == nil {
