@@ -129,9 +129,12 @@ func TestLongDiffIsAttachedAsAFile(t *testing.T) {
 	if !strings.HasPrefix(f.file.Name, "golem-rec-c1-") || !strings.HasSuffix(f.file.Name, ".diff") || !strings.Contains(f.bytes, "+++ b/big.txt") {
 		t.Errorf("uploaded %q with %q", f.file.Name, f.bytes)
 	}
-	if _, err := os.Stat(f.file.Path); !os.IsNotExist(err) {
-		t.Errorf("the diff's temporary file %s is left behind (%v)", f.file.Path, err)
-	}
+	// The file is removed once Upload has returned, a moment after the
+	// upload was recorded: wait for that, failing if it stays.
+	h.rec.waitFor("the diff's temporary file "+f.file.Path+" removed", func([]string) bool {
+		_, err := os.Stat(f.file.Path)
+		return os.IsNotExist(err)
+	})
 }
 
 func TestLongDiffWithoutUploadsSaysWhereItIs(t *testing.T) {
