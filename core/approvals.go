@@ -67,12 +67,16 @@ type request struct {
 type approvals struct {
 	mu      sync.Mutex
 	pending map[string]*request
-	decided map[string]string // id -> platform, workspace and channel
+	decided map[string]decidedAt // by id
 }
 
 // maxDecided bounds approvals.decided; past it the oldest answers are
 // forgotten (a late click on them is then "no such request").
 const maxDecided = 4096
+
+// decidedAt is where a decided request was asked: its conversation's
+// platform, workspace and channel, and its question's message id.
+type decidedAt struct{ where, question string }
 
 func where(platform, workspace, channel string) string {
 	return platform + "\x00" + workspace + "\x00" + channel
@@ -233,11 +237,15 @@ func (d *Dispatcher) decide(id string, from *actor, ans engine.PermissionAnswer,
 	case r == nil:
 		at, ok := d.approvals.decided[id]
 		d.approvals.mu.Unlock()
-		if ok && (from == nil || at == where(from.platform, from.workspace, from.channel)) {
+		if ok && (from == nil || at.where == where(from.platform, from.workspace, from.channel) ||
+			from.question.ID != "" && from.question.ID == at.question) {
 			return "", ErrDecided
 		}
 		return "", ErrUnknownRequest
-	case from != nil && (r.platform != from.platform || r.workspace != from.workspace || r.channel != from.channel):
+	case from != nil && (r.platform != from.platform || r.workspace != from.workspace ||
+		r.channel != from.channel && (from.question.ID == "" || from.question != r.question)):
+		// A click on the question itself belongs, wherever the platform
+		// shows it (a Discord thread is a channel of its own).
 		d.approvals.mu.Unlock()
 		return "", ErrUnknownRequest
 	case from != nil && !d.mayAnswer(r, from):
@@ -354,9 +362,9 @@ func (a *approvals) take(r *request) {
 	delete(a.pending, r.rec.ID)
 	r.timer.Stop()
 	if a.decided == nil || len(a.decided) >= maxDecided {
-		a.decided = map[string]string{}
+		a.decided = map[string]decidedAt{}
 	}
-	a.decided[r.rec.ID] = where(r.platform, r.workspace, r.channel)
+	a.decided[r.rec.ID] = decidedAt{where(r.platform, r.workspace, r.channel), r.question.ID}
 }
 
 // endRequests denies what a turn's run still has pending when the turn

@@ -363,3 +363,66 @@ func TestStrangersFilesAreNotDownloaded(t *testing.T) {
 		t.Errorf("a stranger's attachment was downloaded %d times, want never", n)
 	}
 }
+
+// TestApprovalButtons: a permission request is a message with buttons in
+// the answer's thread; a stranger's click is answered privately (type 4,
+// ephemeral) and decides nothing, the asker's is answered by updating the
+// question to its outcome without buttons (type 7), a second click is
+// told it came too late; nothing shown pings.
+func TestApprovalButtons(t *testing.T) {
+	w := newWorld(t, discordtest.Options{}, Options{})
+	w.ask("u1", "c1", "!ask Bash {\"command\":\"echo @everyone <@u2>\"}\nran it")
+	var q discordtest.Message
+	if !w.fake.Wait(wait, func(v discordtest.View) bool {
+		for _, m := range v.All() {
+			if strings.Contains(m.Components, "golem:allow:") {
+				q = m
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatal("no question with buttons")
+	}
+	for _, want := range []string{`"label":"Allow"`, `"label":"Allow for this session"`, `"label":"Deny"`, `"style":4`} {
+		if !strings.Contains(q.Components, want) {
+			t.Errorf("components %s lack %s", q.Components, want)
+		}
+	}
+	i := strings.Index(q.Components, "golem:allow:")
+	allow := q.Components[i : i+len("golem:allow:")+8]
+	click := func(user string) discordtest.Interaction {
+		id := w.fake.Click(discordtest.Click{Guild: "g1", Channel: q.ChannelID, Message: q.ID, User: user, CustomID: allow})
+		var in discordtest.Interaction
+		if !w.fake.Wait(wait, func(v discordtest.View) bool { in, _ = v.Interaction(id); return in.Callback != 0 }) {
+			t.Fatalf("the click of %s was not answered", user)
+		}
+		return in
+	}
+	if in := click("u9"); in.Callback != 4 || in.CallbackFlags&64 == 0 {
+		t.Errorf("a stranger's click answered with type %d flags %d, want an ephemeral 4", in.Callback, in.CallbackFlags)
+	}
+	if in := click("u1"); in.Callback != 7 {
+		t.Errorf("the asker's click answered with type %d, want 7", in.Callback)
+	}
+	if !w.fake.Wait(wait, func(v discordtest.View) bool {
+		m, _ := v.Message(q.ID)
+		return strings.Contains(m.Content, "allowed by") && !strings.Contains(m.Components, "golem:")
+	}) {
+		t.Error("the question was not updated to its outcome without buttons")
+	}
+	if in := click("u1"); in.Callback != 4 || in.CallbackFlags&64 == 0 {
+		t.Errorf("a double click answered with type %d flags %d, want an ephemeral 4", in.Callback, in.CallbackFlags)
+	}
+	if !w.fake.Wait(wait, func(v discordtest.View) bool {
+		for _, m := range v.All() {
+			if strings.Contains(m.Content, "echo: ran it") {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Error("the agent did not carry on after the allow")
+	}
+	checkNoPings(t, w.fake)
+}

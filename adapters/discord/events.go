@@ -105,6 +105,10 @@ func (a *Adapter) onMessage(_ *discordgo.Session, e *discordgo.MessageCreate) {
 // hands "/name args" (or /ask's prompt) to the handler.
 func (a *Adapter) onInteraction(_ *discordgo.Session, e *discordgo.InteractionCreate) {
 	in := e.Interaction
+	if in != nil && in.Type == discordgo.InteractionMessageComponent {
+		a.onComponent(in)
+		return
+	}
 	if in == nil || in.Type != discordgo.InteractionApplicationCommand {
 		return
 	}

@@ -122,3 +122,43 @@ func (s *Server) Command(c Slash) string {
 	_ = s.dispatchLocked("INTERACTION_CREATE", d)
 	return id
 }
+
+// Click is a click on a button of the bot's message.
+type Click struct {
+	Guild, Channel string // where the message is
+	Message        string // the message's id
+	User, UserName string
+	CustomID       string
+}
+
+// Click dispatches a component interaction (type 3) for c and returns its
+// id; its callback (type 7 updates the message, type 4 answers) shows in
+// Interactions.
+func (s *Server) Click(c Click) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.newID()
+	in := &Interaction{ID: id, Token: "itoken-" + id, ChannelID: c.Channel, GuildID: c.Guild, UserID: c.User,
+		Created: time.Now(), Message: c.Message}
+	s.interactions[id] = in
+	s.byToken[in.Token] = in
+	name := c.UserName
+	if name == "" {
+		name = "user" + c.User
+	}
+	user := map[string]any{"id": c.User, "username": name}
+	d := map[string]any{
+		"id": id, "application_id": s.opts.AppID, "type": 3, "token": in.Token, "version": 1,
+		"channel_id": c.Channel,
+		"message":    map[string]any{"id": c.Message, "channel_id": c.Channel, "content": "", "timestamp": time.Now().Format(time.RFC3339)},
+		"data":       map[string]any{"custom_id": c.CustomID, "component_type": 2},
+	}
+	if c.Guild != "" {
+		d["guild_id"] = c.Guild
+		d["member"] = map[string]any{"user": user, "roles": []any{}}
+	} else {
+		d["user"] = user
+	}
+	_ = s.dispatchLocked("INTERACTION_CREATE", d)
+	return id
+}

@@ -121,8 +121,30 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 	data, _ := body["data"].(map[string]any)
 	content, _ := data["content"].(string)
 	flags, _ := data["flags"].(float64)
-	switch typ {
-	case 4, 5:
+	switch {
+	case typ == 7 && in.Message != "":
+		// UPDATE_MESSAGE: the clicked message changes; no new message.
+		m := s.messages[in.Message]
+		if m == nil {
+			s.fail(w, errUnknownMessage)
+			return
+		}
+		if _, has := data["content"]; has {
+			if !contentOK(w, content) {
+				s.setStatus(http.StatusBadRequest)
+				return
+			}
+			s.edit(m, content)
+		}
+		if c, has := data["components"]; has {
+			b, _ := json.Marshal(c)
+			m.Components = string(b)
+		}
+		in.Callback, in.CallbackAt = 7, time.Now()
+		s.setStatus(http.StatusNoContent)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case typ == 4, typ == 5:
 	default:
 		s.fail(w, apiError{http.StatusBadRequest, 50035, "Invalid Form Body: type"})
 		return
@@ -268,6 +290,10 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	m := s.addMessage(c, content, replyTo)
 	m.Files = files
+	if comps, has := body["components"]; has {
+		b, _ := json.Marshal(comps)
+		m.Components = string(b)
+	}
 	if enforce && nonce != "" {
 		s.nonces[key] = m.ID
 	}
@@ -299,6 +325,10 @@ func (s *Server) editMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	if has {
 		s.edit(m, content)
+	}
+	if comps, ok := body["components"]; ok {
+		b, _ := json.Marshal(comps)
+		m.Components = string(b)
 	}
 	writeJSON(w, http.StatusOK, s.messageJSON(m))
 }

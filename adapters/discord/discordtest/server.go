@@ -87,10 +87,13 @@ type Message struct {
 	ReplyTo     string // message_reference.message_id
 	Thread      string // id of the thread started on it, if any
 	Edits       int
-	History     []string // every content it had, oldest first
-	Deleted     bool
-	At          time.Time
-	Files       []File // attachments the bot uploaded with it
+	// Components are the message's components as last posted or edited
+	// (JSON); "" or "[]" without.
+	Components string
+	History    []string // every content it had, oldest first
+	Deleted    bool
+	At         time.Time
+	Files      []File // attachments the bot uploaded with it
 }
 
 // Interaction is an interaction the fake dispatched.
@@ -101,6 +104,8 @@ type Interaction struct {
 	CallbackFlags                               int       // data.flags of the callback
 	CallbackAt                                  time.Time // when the callback arrived
 	Original                                    string    // id of the original response message
+	// Message is the message whose component was clicked (type 3).
+	Message string
 }
 
 type script429 struct {
@@ -405,6 +410,19 @@ func (v View) Messages(channel string) []Message {
 	var out []Message
 	for _, id := range v.s.order {
 		if m := v.s.messages[id]; m.ChannelID == channel && !m.Deleted {
+			c := *m
+			c.History = append([]string(nil), m.History...)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// All returns copies of every message not deleted, in posting order.
+func (v View) All() []Message {
+	var out []Message
+	for _, id := range v.s.order {
+		if m := v.s.messages[id]; !m.Deleted {
 			c := *m
 			c.History = append([]string(nil), m.History...)
 			out = append(out, c)
