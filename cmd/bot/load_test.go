@@ -28,7 +28,8 @@ import (
 //	go test -run '^$' -bench 'Serve|BareSpawn' -benchtime 1x ./cmd/bot/
 //
 // The bot's CPU time is read from /proc (Linux only), its children's not
-// included.
+// included. The fake agent's 0.5 ms spacing is a sleep between lines, so
+// on a loaded machine the lines come further apart.
 
 // loadBot is a `bot serve` under load.
 type loadBot struct {
@@ -103,17 +104,25 @@ http: {listen: %q}
 	return lb
 }
 
-// cpu returns the CPU time the bot process has used (user + system).
+// cpu returns the CPU time the bot process has used so far: the sum of
+// its threads' run time in /proc (exact, unlike the tick-sampled times in
+// /proc/PID/stat; Go's threads do not exit).
 func (lb *loadBot) cpu(b *testing.B) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", lb.cmd.Process.Pid))
-	if err != nil {
-		b.Fatal(err)
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", lb.cmd.Process.Pid))
+	if err != nil || len(tasks) == 0 {
+		b.Fatalf("read the bot's threads: %v", err)
 	}
-	_, rest, _ := bytes.Cut(raw, []byte(") "))
-	f := strings.Fields(string(rest))
-	utime, _ := strconv.ParseInt(f[11], 10, 64) // fields 14 and 15 of stat
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+	var ns int64
+	for _, task := range tasks {
+		raw, err := os.ReadFile(task)
+		if err != nil {
+			continue // a thread that just ended
+		}
+		f := strings.Fields(string(raw))
+		n, _ := strconv.ParseInt(f[0], 10, 64)
+		ns += n
+	}
+	return time.Duration(ns)
 }
 
 // chatResult is what the client saw of one chat.
@@ -202,7 +211,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func BenchmarkServeStreamCPU(b *testing.B) {
 	lb := startLoadBot(b, 8)
 	const prompt = "!stamp\n!delta-rate 500us 20000"
-	size := cliOutput(b, lb.agent, prompt)
+	size := cliOutput(b, lb.agent, strings.Replace(prompt, "500us", "0s", 1)) // the same lines, at once
 	lb.chat(b, "warm", "hello") // the store, the skills, the first process
 	var first, request []time.Duration
 	n := 0
