@@ -84,10 +84,7 @@ func (a *Adapter) onComponent(in *discordgo.Interaction) {
 	if h == nil || in.Message == nil {
 		return
 	}
-	user := in.User
-	if in.Member != nil && in.Member.User != nil {
-		user = in.Member.User
-	}
+	user := clicker(in)
 	if user == nil || user.Bot {
 		return
 	}
@@ -117,4 +114,13 @@ func (a *Adapter) onComponent(in *discordgo.Interaction) {
 	if err != nil {
 		a.log.Warn("answer a click", "err", err)
 	}
+}
+
+// clicker is who made an interaction: a guild member's user, or the user
+// of a DM.
+func clicker(in *discordgo.Interaction) *discordgo.User {
+	if in.Member != nil && in.Member.User != nil {
+		return in.Member.User
+	}
+	return in.User
 }

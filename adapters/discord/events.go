@@ -112,10 +112,7 @@ func (a *Adapter) onInteraction(_ *discordgo.Session, e *discordgo.InteractionCr
 	if in == nil || in.Type != discordgo.InteractionApplicationCommand {
 		return
 	}
-	user := in.User
-	if in.Member != nil && in.Member.User != nil {
-		user = in.Member.User
-	}
+	user := clicker(in)
 	if user == nil || user.Bot {
 		return
 	}

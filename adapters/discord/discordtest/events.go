@@ -103,23 +103,12 @@ func (s *Server) Command(c Slash) string {
 	for _, o := range c.Options {
 		opts = append(opts, map[string]any{"name": o.Name, "type": 3, "value": o.Value})
 	}
-	name := c.UserName
-	if name == "" {
-		name = "user" + c.User
-	}
-	user := map[string]any{"id": c.User, "username": name}
 	d := map[string]any{
 		"id": id, "application_id": s.opts.AppID, "type": 2, "token": in.Token, "version": 1,
 		"channel_id": c.Channel,
 		"data":       map[string]any{"id": "cmd-" + c.Name, "name": c.Name, "type": 1, "options": opts},
 	}
-	if c.Guild != "" {
-		d["guild_id"] = c.Guild
-		d["member"] = map[string]any{"user": user, "roles": []any{}}
-	} else {
-		d["user"] = user
-	}
-	_ = s.dispatchLocked("INTERACTION_CREATE", d)
+	s.dispatchInteractionLocked(d, c.Guild, c.User, c.UserName)
 	return id
 }
 
@@ -142,23 +131,28 @@ func (s *Server) Click(c Click) string {
 		Created: time.Now(), Message: c.Message}
 	s.interactions[id] = in
 	s.byToken[in.Token] = in
-	name := c.UserName
-	if name == "" {
-		name = "user" + c.User
-	}
-	user := map[string]any{"id": c.User, "username": name}
 	d := map[string]any{
 		"id": id, "application_id": s.opts.AppID, "type": 3, "token": in.Token, "version": 1,
 		"channel_id": c.Channel,
 		"message":    map[string]any{"id": c.Message, "channel_id": c.Channel, "content": "", "timestamp": time.Now().Format(time.RFC3339)},
 		"data":       map[string]any{"custom_id": c.CustomID, "component_type": 2},
 	}
-	if c.Guild != "" {
-		d["guild_id"] = c.Guild
+	s.dispatchInteractionLocked(d, c.Guild, c.User, c.UserName)
+	return id
+}
+
+// dispatchInteractionLocked sends interaction d as INTERACTION_CREATE from
+// user (a guild member in guild, else a DM's user). Call with s.mu held.
+func (s *Server) dispatchInteractionLocked(d map[string]any, guild, userID, userName string) {
+	if userName == "" {
+		userName = "user" + userID
+	}
+	user := map[string]any{"id": userID, "username": userName}
+	if guild != "" {
+		d["guild_id"] = guild
 		d["member"] = map[string]any{"user": user, "roles": []any{}}
 	} else {
 		d["user"] = user
 	}
 	_ = s.dispatchLocked("INTERACTION_CREATE", d)
-	return id
 }
