@@ -174,13 +174,6 @@ func (r *Run) wakeLocked(now time.Time) {
 	}
 }
 
-// delivered reports whether the terminal event has been queued.
-func (r *Run) delivered() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.ended
-}
-
 // finish queues the terminal event unless one was delivered already, hands
 // it over, and marks the run exited.
 func (r *Run) finish(ev parser.Event) {
