@@ -226,14 +226,40 @@ func TestNoticesPrintOnTheirOwnLine(t *testing.T) {
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // receives (without blocking) after each write, once made by waitFor
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.written != nil {
+		select {
+		case s.written <- struct{}{}:
+		default:
+		}
+	}
 	return s.b.Write(p)
+}
+
+// waitFor waits until the output contains want, woken by each write,
+// failing t after 20 s.
+func (s *syncBuffer) waitFor(t *testing.T, want string) {
+	t.Helper()
+	s.mu.Lock()
+	if s.written == nil {
+		s.written = make(chan struct{}, 1)
+	}
+	s.mu.Unlock()
+	deadline := time.After(20 * time.Second)
+	for !strings.Contains(s.String(), want) {
+		select {
+		case <-s.written:
+		case <-deadline:
+			t.Fatalf("output lacks %q:\n%s", want, s.String())
+		}
+	}
 }
 
 func (s *syncBuffer) String() string {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/golem-chat/golem/internal/bottest"
 )
@@ -51,20 +50,9 @@ func TestApprovalPrompt(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- c.Start(context.Background(), d) }()
 	io.WriteString(typed, "!ask Write {\"file_path\":\"a.txt\",\"content\":\"x\"}\\\nwritten\n")
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(out.String(), "allow? [y]es · [s]ession · [n]o ") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no prompt:\n%s", out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	out.waitFor(t, "allow? [y]es · [s]ession · [n]o ")
 	io.WriteString(typed, "maybe\ny\n")
-	for !strings.Contains(out.String(), "echo: written") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no answer after y:\n%s", out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	out.waitFor(t, "echo: written")
 	io.WriteString(typed, "/quit\n")
 	if err := <-done; err != nil {
 		t.Fatal(err)
