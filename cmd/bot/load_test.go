@@ -212,7 +212,7 @@ func BenchmarkServeStreamCPU(b *testing.B) {
 	lb := startLoadBot(b, 8)
 	const prompt = "!stamp\n!delta-rate 500us 20000"
 	size := cliOutput(b, lb.agent, strings.Replace(prompt, "500us", "0s", 1)) // the same lines, at once
-	lb.chat(b, "warm", "hello") // the store, the skills, the first process
+	lb.chat(b, "warm", "hello")                                               // the store, the skills, the first process
 	var first, request []time.Duration
 	n := 0
 	before := lb.cpu(b)
