@@ -134,28 +134,31 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 			out.add(parser.Event{Type: parser.Text, Content: "\n\n" + footer(set.engine, set.model, u)})
 		}
 	}
-	if m.Sink == nil {
-		// A posted answer is seen with its usage counted (/usage, the
-		// budgets); the platform's post takes longer than the write.
-		usage()
-		usage = func() {}
-	}
 	// The answer is delivered as soon as the CLI's result is parsed, with
-	// the files the agent left; the session (and a stream's usage) is
-	// saved meanwhile. The conversation's next turn waits for both and for
-	// the agent's process to be gone, which keeps the turn's record in
-	// flight until then.
-	saved := make(chan struct{})
+	// the files the agent left; the session and the usage are saved
+	// meanwhile, in one group commit of the store. A posted answer is seen
+	// with its usage counted (/usage, the budgets): the platform's post
+	// takes longer than the write. The conversation's next turn waits for
+	// both and for the agent's process to be gone, which keeps the turn's
+	// record in flight until then.
+	saved, counted := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(saved)
 		if terminal.Type == parser.Done && terminal.SessionID != "" {
 			d.saveSession(c, gen, key, set.engine, terminal.SessionID, log)
 		}
+	}()
+	go func() {
+		defer close(counted)
 		usage()
 	}()
+	if m.Sink == nil {
+		<-counted
+	}
 	d.measure(m, set.engine, terminal, startErr, firstText) // before the answer ends: a reader of it sees the turn counted
 	out.finish(terminal, d.opts.Timeout, back)
 	<-saved
+	<-counted
 	if run != nil {
 		<-run.Exited()
 	}
