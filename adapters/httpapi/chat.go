@@ -61,8 +61,10 @@ func (s *Server) chat(base context.Context, h core.Handler, w http.ResponseWrite
 		return
 	}
 
-	s.streams.Add(1)
-	defer s.streams.Add(-1)
+	if !s.streams.open() {
+		return // the server is stopping
+	}
+	defer s.streams.done()
 	start := time.Now()
 	h.Handle(base, m)
 

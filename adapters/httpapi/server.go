@@ -84,7 +84,7 @@ type Server struct {
 	tokenHash [sha256.Size]byte
 	page      []byte // index.html with the auth flag filled in
 	seq       atomic.Uint64
-	streams   atomic.Int64  // open /v1/chat streams
+	streams   openStreams   // open /v1/chat streams; Start waits for them
 	heartbeat time.Duration // between keep-alive comments of a quiet stream
 	files     *fileStore    // what file events offer at /v1/files/ID
 }
@@ -170,6 +170,9 @@ func (s *Server) Start(ctx context.Context, h core.Handler) error {
 		_ = srv.Close()
 	}
 	<-served // http.ErrServerClosed
+	// Close cut the streams' connections, which ends their handlers: wait
+	// for them, so nothing of this server runs (or logs) once Start returns.
+	s.streams.closeAndWait()
 	s.files.close()
 	s.log.Info("http: stopped")
 	return nil

@@ -265,7 +265,7 @@ func TestClientDisconnectDoesNotBlockTheTurn(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the turn blocked on the sink of a gone client")
 	}
-	eventually(t, "the stream's handler has returned", func() bool { return s.streams.Load() == 0 })
+	eventually(t, "the stream's handler has returned", func() bool { return s.streams.count() == 0 })
 }
 
 // TestStartStopsWithOpenStream: shutdown must not hang on a stream whose
