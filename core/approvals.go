@@ -298,6 +298,11 @@ func (d *Dispatcher) settleFor(ctx context.Context, r *request, ans engine.Permi
 	if r.rec.Tool == parser.ExitPlanMode && ans.Decision != engine.Deny {
 		r.turn.planApproved.Store(true)
 	}
+	if r.sink != nil && reason != "plan_mode" {
+		// Before the agent has the answer, so that a stream shows the
+		// decision before what the agent does with it, and before its end.
+		r.sink(parser.Event{Type: parser.PermissionDecision, ID: r.rec.ID, Decision: string(ans.Decision)})
+	}
 	err := r.run.Respond(ctx, ans)
 	if who == "" {
 		who = name
@@ -311,10 +316,6 @@ func (d *Dispatcher) settleFor(ctx context.Context, r *request, ans engine.Permi
 	}
 	log.Info("permission decided", "decision", rec.Decision, "reason", reason, "by", who,
 		"wait_ms", rec.Decided.Sub(rec.Asked).Milliseconds())
-	if r.sink != nil && reason != "plan_mode" {
-		// At once, so that the decisions of a turn come before its end.
-		r.sink(parser.Event{Type: parser.PermissionDecision, ID: rec.ID, Decision: string(ans.Decision)})
-	}
 	d.answers.Put(rec.Key, func() {
 		if err := d.opts.Store.SaveApproval(rec); err != nil {
 			log.Error("record permission decision", "err", err)
