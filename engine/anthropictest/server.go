@@ -19,10 +19,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/golem-chat/golem/engine/internal/clitest"
 )
 
 // Request is one HTTP request the fake received, as the CLI sent it.
@@ -138,10 +138,7 @@ type Server struct {
 	t   testing.TB
 	srv *httptest.Server
 
-	mu         sync.Mutex
-	requests   []*Request
-	scenarios  map[string]Responder
-	unexpected []string
+	book clitest.Scenarios[Request, Reply]
 }
 
 // NewServer starts a fake on 127.0.0.1 with the built-in scenarios (see
@@ -150,11 +147,11 @@ type Server struct {
 // says otherwise.
 func NewServer(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{t: t, scenarios: map[string]Responder{}}
+	s := &Server{t: t}
 	for name, r := range builtin {
-		s.scenarios[name] = r
+		s.book.Set(name, r)
 	}
-	s.scenarios[""] = builtin[ScenarioText]
+	s.book.Set("", builtin[ScenarioText])
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	s.URL = s.srv.URL
 	t.Cleanup(s.srv.Close)
@@ -168,9 +165,7 @@ func (s *Server) Handle(name string, r Responder) {
 	if strings.Contains(name, "/") || name == "v1" || name == "api" {
 		panic("anthropictest: a scenario name is one path segment other than v1 and api")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.scenarios[name] = r
+	s.book.Set(name, r)
 }
 
 // BaseURL is the ANTHROPIC_BASE_URL that selects scenario name.
@@ -179,15 +174,7 @@ func (s *Server) BaseURL(name string) string { return s.URL + "/" + name }
 // Requests returns the requests received so far, in arrival order. With a
 // scenario name, only that scenario's requests.
 func (s *Server) Requests(scenario ...string) []*Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*Request
-	for _, r := range s.requests {
-		if len(scenario) == 0 || r.Scenario == scenario[0] {
-			out = append(out, r)
-		}
-	}
-	return out
+	return s.book.Requests(func(r *Request) bool { return len(scenario) == 0 || r.Scenario == scenario[0] })
 }
 
 // MessageRequests returns the POST /v1/messages requests of scenario, in
@@ -204,23 +191,9 @@ func (s *Server) MessageRequests(scenario string) []*Request {
 
 // Unexpected lists "METHOD /path" of the requests the fake did not know
 // and answered with 404.
-func (s *Server) Unexpected() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.unexpected...)
-}
+func (s *Server) Unexpected() []string { return s.book.Unexpected() }
 
 // scenarioNames lists the known scenarios, sorted, for error messages.
-func (s *Server) scenarioNames() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var names []string
-	for n := range s.scenarios {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
 
 func (s *Server) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 	body, err := io.ReadAll(hr.Body)
@@ -242,10 +215,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 			req.Scenario, req.Path = seg, "/"+tail
 		}
 	}
-	s.mu.Lock()
-	s.requests = append(s.requests, req)
-	respond, known := s.scenarios[req.Scenario]
-	s.mu.Unlock()
+	respond, known := s.book.Take(req, req.Scenario)
 
 	switch {
 	case req.Method == http.MethodHead || (req.Method == http.MethodGet && req.Path == "/"):
@@ -259,7 +229,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 			return
 		}
 		if !known {
-			s.t.Logf("anthropictest: unknown scenario %q (known: %v)", req.Scenario, s.scenarioNames())
+			s.t.Logf("anthropictest: unknown scenario %q (known: %v)", req.Scenario, s.book.Names())
 			writeAPIError(w, http.StatusNotFound, "not_found_error", "anthropictest: unknown scenario "+req.Scenario)
 			return
 		}
@@ -274,9 +244,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 			writeJSON(w, http.StatusOK, messageJSON(req, reply))
 		}
 	default:
-		s.mu.Lock()
-		s.unexpected = append(s.unexpected, req.Method+" "+hr.URL.Path)
-		s.mu.Unlock()
+		s.book.Miss(req.Method + " " + hr.URL.Path)
 		s.t.Logf("anthropictest: unexpected request %s %s", req.Method, hr.URL.RequestURI())
 		writeAPIError(w, http.StatusNotFound, "not_found_error", "anthropictest: no such endpoint")
 	}

@@ -20,10 +20,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/golem-chat/golem/engine/internal/clitest"
 )
 
 // Request is one HTTP request the fake received, as the CLI sent it.
@@ -113,19 +113,16 @@ type Server struct {
 	t   testing.TB
 	srv *httptest.Server
 
-	mu         sync.Mutex
-	requests   []*Request
-	scenarios  map[string]Responder
-	unexpected []string
+	book clitest.Scenarios[Request, Reply]
 }
 
 // NewServer starts a fake on 127.0.0.1 with the built-in scenarios (see
 // ScenarioText and the others) and closes it when t ends.
 func NewServer(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{t: t, scenarios: map[string]Responder{}}
+	s := &Server{t: t}
 	for name, r := range builtin {
-		s.scenarios[name] = r
+		s.book.Set(name, r)
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	s.URL = s.srv.URL
@@ -139,9 +136,7 @@ func (s *Server) Handle(name string, r Responder) {
 	if name == "" || strings.Contains(name, "/") || strings.HasPrefix(name, "v1") {
 		panic("geminitest: a scenario name is one path segment other than v1beta")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.scenarios[name] = r
+	s.book.Set(name, r)
 }
 
 // BaseURL is the GOOGLE_GEMINI_BASE_URL that selects scenario name.
@@ -151,35 +146,14 @@ func (s *Server) BaseURL(name string) string { return s.URL + "/" + name }
 // in arrival order: the main model calls the CLI made (the router's
 // generateContent calls are left out).
 func (s *Server) StreamRequests(scenario string) []*Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*Request
-	for _, r := range s.requests {
-		if r.Scenario == scenario && r.Action == "streamGenerateContent" {
-			out = append(out, r)
-		}
-	}
-	return out
+	return s.book.Requests(func(r *Request) bool {
+		return r.Scenario == scenario && r.Action == "streamGenerateContent"
+	})
 }
 
 // Unexpected lists "METHOD /path" of the requests the fake did not know
 // and answered with 404.
-func (s *Server) Unexpected() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.unexpected...)
-}
-
-func (s *Server) scenarioNames() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var names []string
-	for n := range s.scenarios {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (s *Server) Unexpected() []string { return s.book.Unexpected() }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 	body, err := io.ReadAll(hr.Body)
@@ -197,10 +171,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 	if m, ok := strings.CutPrefix(req.Path, "/v1beta/models/"); ok && req.Method == http.MethodPost {
 		req.Model, req.Action, _ = strings.Cut(m, ":")
 	}
-	s.mu.Lock()
-	s.requests = append(s.requests, req)
-	respond, known := s.scenarios[req.Scenario]
-	s.mu.Unlock()
+	respond, known := s.book.Take(req, req.Scenario)
 
 	switch req.Action {
 	case "countTokens":
@@ -208,9 +179,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 		return
 	case "streamGenerateContent", "generateContent":
 	default:
-		s.mu.Lock()
-		s.unexpected = append(s.unexpected, req.Method+" "+hr.URL.Path)
-		s.mu.Unlock()
+		s.book.Miss(req.Method + " " + hr.URL.Path)
 		writeAPIError(w, http.StatusNotFound, "geminitest: no such endpoint")
 		return
 	}
@@ -220,7 +189,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 		return
 	}
 	if !known {
-		s.t.Logf("geminitest: unknown scenario %q (known: %v)", req.Scenario, s.scenarioNames())
+		s.t.Logf("geminitest: unknown scenario %q (known: %v)", req.Scenario, s.book.Names())
 		writeAPIError(w, http.StatusNotFound, "geminitest: unknown scenario "+req.Scenario)
 		return
 	}

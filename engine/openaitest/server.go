@@ -18,10 +18,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/golem-chat/golem/engine/internal/clitest"
 )
 
 // Request is one HTTP request the fake received, as the CLI sent it.
@@ -100,19 +100,16 @@ type Server struct {
 	t   testing.TB
 	srv *httptest.Server
 
-	mu         sync.Mutex
-	requests   []*Request
-	scenarios  map[string]Responder
-	unexpected []string
+	book clitest.Scenarios[Request, Reply]
 }
 
 // NewServer starts a fake on 127.0.0.1 with the built-in scenarios (see
 // ScenarioText and the others) and closes it when t ends.
 func NewServer(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{t: t, scenarios: map[string]Responder{}}
+	s := &Server{t: t}
 	for name, r := range builtin {
-		s.scenarios[name] = r
+		s.book.Set(name, r)
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	s.URL = s.srv.URL
@@ -126,9 +123,7 @@ func (s *Server) Handle(name string, r Responder) {
 	if name == "" || strings.Contains(name, "/") || name == "v1" {
 		panic("openaitest: a scenario name is one path segment other than v1")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.scenarios[name] = r
+	s.book.Set(name, r)
 }
 
 // BaseURL is the provider base URL that selects scenario name, ending in
@@ -138,35 +133,14 @@ func (s *Server) BaseURL(name string) string { return s.URL + "/" + name + "/v1"
 // ResponseRequests returns the POST /v1/responses requests of scenario, in
 // arrival order: the model calls the CLI made.
 func (s *Server) ResponseRequests(scenario string) []*Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*Request
-	for _, r := range s.requests {
-		if r.Scenario == scenario && r.Method == http.MethodPost && r.Path == "/v1/responses" {
-			out = append(out, r)
-		}
-	}
-	return out
+	return s.book.Requests(func(r *Request) bool {
+		return r.Scenario == scenario && r.Method == http.MethodPost && r.Path == "/v1/responses"
+	})
 }
 
 // Unexpected lists "METHOD /path" of the requests the fake did not know
 // and answered with 404.
-func (s *Server) Unexpected() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.unexpected...)
-}
-
-func (s *Server) scenarioNames() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var names []string
-	for n := range s.scenarios {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (s *Server) Unexpected() []string { return s.book.Unexpected() }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 	body, err := io.ReadAll(hr.Body)
@@ -181,15 +155,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 			req.Scenario, req.Path = seg, "/"+tail
 		}
 	}
-	s.mu.Lock()
-	s.requests = append(s.requests, req)
-	respond, known := s.scenarios[req.Scenario]
-	s.mu.Unlock()
+	respond, known := s.book.Take(req, req.Scenario)
 
 	if req.Method != http.MethodPost || req.Path != "/v1/responses" {
-		s.mu.Lock()
-		s.unexpected = append(s.unexpected, req.Method+" "+hr.URL.Path)
-		s.mu.Unlock()
+		s.book.Miss(req.Method + " " + hr.URL.Path)
 		writeAPIError(w, http.StatusNotFound, "not_found", "openaitest: no such endpoint")
 		return
 	}
@@ -199,7 +168,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 		return
 	}
 	if !known {
-		s.t.Logf("openaitest: unknown scenario %q (known: %v)", req.Scenario, s.scenarioNames())
+		s.t.Logf("openaitest: unknown scenario %q (known: %v)", req.Scenario, s.book.Names())
 		writeAPIError(w, http.StatusNotFound, "not_found", "openaitest: unknown scenario "+req.Scenario)
 		return
 	}

@@ -1,6 +1,7 @@
 // Package clitest holds what the fake model APIs of the real-CLI tests
 // (engine/anthropictest, engine/openaitest, engine/geminitest) share:
-// finding the pinned CLI that `make tools` installs, and cutting an answer
+// finding the pinned CLI that `make tools` installs, their scenarios and
+// requests (Scenarios), and cutting an answer
 // into the pieces a model streams.
 package clitest
 
