@@ -216,19 +216,19 @@ func TestGatewayRecovers(t *testing.T) {
 		{"op 7", fake.Reconnect},
 		{"dropped socket", fake.Drop},
 	} {
+		var before int
+		fake.Wait(wait, func(v discordtest.View) bool { before = v.Resumes(); return true })
 		tt.break_()
 		post("after " + tt.name) // queued while the client is away: replayed on RESUME
 		if m := rec.next(t); m.Text != "after "+tt.name {
 			t.Fatalf("%s: got %q", tt.name, m.Text)
 		}
-		if !fake.Wait(wait, func(v discordtest.View) bool { return v.Connected() }) {
-			t.Fatalf("%s: not reconnected", tt.name)
+		// Each break is recovered by a RESUME. discordgo may reconnect from
+		// two goroutines at once (as with IDENTIFY below), so a break can
+		// bring two; what matters is that it brought one and is connected.
+		if !fake.Wait(wait, func(v discordtest.View) bool { return v.Connected() && v.Resumes() > before }) {
+			t.Fatalf("%s: not reconnected by a RESUME", tt.name)
 		}
-	}
-	var resumes int
-	fake.Wait(wait, func(v discordtest.View) bool { resumes = v.Resumes(); return true })
-	if resumes != 2 {
-		t.Errorf("resumes = %d, want 2", resumes)
 	}
 	// discordgo sometimes reconnects a dropped socket from two goroutines
 	// at once, identifying once more than needed; count from here.
