@@ -53,6 +53,9 @@ type Config struct {
 
 	Access Access `yaml:"access"`
 
+	// Context bounds what a turn is told of the chat before its message.
+	Context Context `yaml:"context"`
+
 	// Footer adds a line under each final answer: engine, model, tokens,
 	// cost and time.
 	Footer bool   `yaml:"footer"`
@@ -82,6 +85,13 @@ type Config struct {
 // Access is the access: section.
 type Access struct {
 	Allow []string `yaml:"allow"` // "slack:U123", "telegram:123", "discord:9876", "slack:*", "*"
+}
+
+// Context is the context: section: the earlier messages of a chat that a
+// turn's prompt quotes (core.ContextLimits). max_messages: 0 turns it off.
+type Context struct {
+	MaxMessages int `yaml:"max_messages"`
+	MaxChars    int `yaml:"max_chars"`
 }
 
 // Limits is the limits: section: spending budgets, as far as the CLIs
@@ -119,6 +129,7 @@ func Default() Config {
 		Timeout:       10 * time.Minute,
 		MaxConcurrent: 8,
 		QueueDepth:    5,
+		Context:       Context{MaxMessages: 20, MaxChars: 8000},
 		MaxUpload:     20 << 20,
 		LogLevel:      "info",
 		Permissions:   Permissions{Mode: string(engine.ModeAsk), Timeout: 10 * time.Minute},

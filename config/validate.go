@@ -29,6 +29,12 @@ func (c *Config) Validate() error {
 	if c.QueueDepth < 0 {
 		return fmt.Errorf("queue_depth: must not be negative")
 	}
+	if c.Context.MaxMessages < 0 {
+		return fmt.Errorf("context.max_messages: must not be negative (0 turns the context off)")
+	}
+	if c.Context.MaxChars < 0 {
+		return fmt.Errorf("context.max_chars: must not be negative")
+	}
 	if c.MaxUpload < 0 {
 		return fmt.Errorf("max_upload_bytes: must not be negative")
 	}

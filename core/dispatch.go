@@ -62,6 +62,9 @@ type Options struct {
 	Meter Meter
 	// Budgets refuse messages from users and conversations past a budget.
 	Budgets Budgets
+	// Context bounds the chat context a turn's prompt gets from a source
+	// that is a Historian; the zero value turns it off.
+	Context ContextLimits
 	// Footer adds a line under each final answer: engine, model, tokens,
 	// cost and time, as far as the CLI reported them.
 	Footer bool
@@ -86,6 +89,7 @@ type Dispatcher struct {
 
 	mu          sync.Mutex
 	posters     map[string]Poster // by platform; a Source that is not a Poster answers through Sinks
+	historians  map[string]Historian
 	convs       map[string]*conversation
 	refused     map[string]time.Time
 	interrupted []store.InFlight
@@ -171,6 +175,7 @@ func NewDispatcher(opts Options) (*Dispatcher, error) {
 		life:        life,
 		stopLife:    stop,
 		posters:     map[string]Poster{},
+		historians:  map[string]Historian{},
 		convs:       map[string]*conversation{},
 		refused:     map[string]time.Time{},
 		interrupted: stopLeftovers(opts.Store, opts.Logger, interrupted),
@@ -181,12 +186,16 @@ func NewDispatcher(opts Options) (*Dispatcher, error) {
 // the route for replies to messages of its platform, and the notices of
 // turns on that platform that a restart interrupted are posted to it; a
 // Source that is not a Poster answers only through each message's Sink, so
-// its interrupted turns are just forgotten. Call before src.Start.
+// its interrupted turns are just forgotten. A Source that is a Historian
+// gives its turns their chat context. Call before src.Start.
 func (d *Dispatcher) Register(src Source) {
 	p, posts := src.(Poster)
 	d.mu.Lock()
 	if posts {
 		d.posters[src.Platform()] = p
+	}
+	if h, ok := src.(Historian); ok {
+		d.historians[src.Platform()] = h
 	}
 	var mine []store.InFlight
 	d.interrupted = slices.DeleteFunc(d.interrupted, func(t store.InFlight) bool {

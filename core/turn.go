@@ -56,6 +56,9 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 
 	out := d.output(m, key, log)
 	defer out.close()
+	// The chat context is read while the working directory is prepared,
+	// after the answer has started to show.
+	said := d.startHistory(ctx, m)
 	ws, err := d.opts.Workdirs.Open(ctx, set.workdir, key)
 	if err != nil {
 		log.Error("open working directory", "workdir", set.workdir, "err", err)
@@ -74,6 +77,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	if prompt == "" {
 		prompt = "Look at the attached files."
 	}
+	prompt = withContext(prompt, said(), d.opts.Context)
 
 	box := openOutbox(ws.Dir)
 	turnCtx, cancel := context.WithTimeout(ctx, d.opts.Timeout)

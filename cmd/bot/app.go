@@ -130,6 +130,7 @@ func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 		Logger:        log,
 		Meter:         meter,
 		Footer:        cfg.Footer,
+		Context:       core.ContextLimits{MaxMessages: cfg.Context.MaxMessages, MaxChars: cfg.Context.MaxChars},
 		Budgets:       budgets,
 	})
 	if err != nil {
