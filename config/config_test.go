@@ -37,7 +37,8 @@ func TestLoadConfigMissingFileUsesDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Timeout != 10*time.Minute || c.MaxConcurrent != 8 || c.QueueDepth != 5 {
+	if c.Timeout != 10*time.Minute || c.MaxConcurrent != 8 || c.QueueDepth != 5 ||
+		c.Context != (Context{MaxMessages: 20, MaxChars: 8000}) {
 		t.Errorf("defaults not applied: %+v", c)
 	}
 	if _, err := Load(filepath.Join(t.TempDir(), "nope.yaml"), false); err == nil {
@@ -78,6 +79,9 @@ func TestLoadConfigErrorsNameTheKey(t *testing.T) {
 		{"http:\n  listen: 0.0.0.0:8080\n", "http.listen"},
 		{"channels:\n  C1: {engine: cursor}\n", "channels"},
 		{"log_level: loud\n", "log_level"},
+		{"context:\n  max_messages: -1\n", "context.max_messages"},
+		{"context:\n  max_chars: -5\n", "context.max_chars"},
+		{"context:\n  max_mesages: 3\n", "max_mesages"},
 		{"isolation: sandbox\n", "isolation"},
 		{"worktree_ttl: -1h\n", "worktree_ttl"},
 		{"permissions:\n  mode: yolo\n", "permissions.mode"},
