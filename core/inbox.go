@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,4 +109,64 @@ func NotSaved(name string, err error) string {
 		reason = "it is too large"
 	}
 	return fmt.Sprintf("(The attachment %q was not saved: %s.)", name, reason)
+}
+
+// InboxDir is the folder of a working directory where attachments land.
+const InboxDir = "inbox"
+
+// moveInto returns the attachments with every file that is not already
+// inside workdir moved into workdir's inbox/, so that the agent finds them
+// in its own working directory: adapters save into the workspace's inbox,
+// while a conversation may work in a git worktree of its own (which keeps
+// inbox/ out of git) or in its channel's workdir. A file that cannot be
+// moved stays where it is, and its old path is kept.
+func moveInto(workdir string, atts []Attachment, log *slog.Logger) []Attachment {
+	inbox := filepath.Join(workdir, InboxDir)
+	out := make([]Attachment, len(atts))
+	for i, a := range atts {
+		out[i] = a
+		if rel, err := filepath.Rel(workdir, a.Path); err == nil && filepath.IsLocal(rel) {
+			continue
+		}
+		to := filepath.Join(inbox, filepath.Base(a.Path)) // already unique (Inbox.Save)
+		if err := moveFile(a.Path, to); err != nil {
+			log.Warn("move attachment into the working directory", "err", err)
+			continue
+		}
+		out[i].Path = to
+	}
+	return out
+}
+
+// moveFile renames from to to, copying across file systems; it never
+// replaces an existing file.
+func moveFile(from, to string) error {
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	if _, err := os.Lstat(to); err == nil {
+		return fmt.Errorf("%s exists", to)
+	}
+	if os.Rename(from, to) == nil {
+		return nil
+	}
+	src, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		os.Remove(to)
+		return err
+	}
+	if err := dst.Close(); err != nil {
+		os.Remove(to)
+		return err
+	}
+	return os.Remove(from)
 }

@@ -71,7 +71,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 
 	prompt := m.Text
 	files := make([]string, 0, len(m.Attachments))
-	for _, a := range m.Attachments {
+	for _, a := range moveInto(ws.Dir, m.Attachments, log) {
 		files = append(files, a.Path)
 	}
 	if prompt == "" {
