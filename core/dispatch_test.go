@@ -385,9 +385,18 @@ func TestModelChangedDuringATurnIsKept(t *testing.T) {
 	h.rec.waitFor("the partial answer", func(texts []string) bool { return len(texts) == 1 && len(texts[0]) == 10 })
 	h.say("alice", "/model opus") // answered at once, while the turn runs
 	h.rec.waitText("finished")
-	h.say("alice", "/status")
-	h.rec.waitText("**Engine:** claude-code")
-	if all := h.rec.all(); !strings.Contains(all, "**Model:** opus") || strings.Contains(all, "**Session:** none") {
-		t.Errorf("the turn's end undid /model or lost its session: %q", all)
+	// The answer shows before the turn has saved its session: ask until
+	// the conversation is idle, then look.
+	var status string
+	for n := 1; !strings.Contains(status, "**State:** idle"); n++ {
+		h.say("alice", "/status")
+		h.rec.waitFor("a /status answer", func(texts []string) bool {
+			return strings.Count(strings.Join(texts, "\n"), "**State:**") == n
+		})
+		texts := h.rec.texts()
+		status = texts[len(texts)-1]
+	}
+	if !strings.Contains(status, "**Model:** opus") || strings.Contains(status, "**Session:** none") {
+		t.Errorf("the turn's end undid /model or lost its session: %q", status)
 	}
 }
