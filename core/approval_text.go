@@ -42,8 +42,8 @@ func questionText(ev parser.Event, id string, withCommands bool) string {
 		b.WriteString("📝 The agent proposes this plan:\n\n")
 		b.WriteString(clip(str("plan")))
 	case parser.AskUserQuestion:
-		if len(ev.Questions) > 0 { // one question is shown; its options are the buttons
-			q := ev.Questions[0]
+		if len(ev.Questions()) > 0 { // one question is shown; its options are the buttons
+			q := ev.Questions()[0]
 			fmt.Fprintf(&b, "❓ %s\n", q.Question)
 			for i, o := range q.Options {
 				fmt.Fprintf(&b, "%d. **%s**", i+1, o.Label)
@@ -78,8 +78,8 @@ func choices(ev parser.Event, id string) []Choice {
 		return []Choice{{Label: "Approve", Data: data("allow"), Style: "primary"}, {Label: "Keep planning", Data: data("deny")}}
 	case parser.AskUserQuestion:
 		var out []Choice
-		if len(ev.Questions) > 0 {
-			for i, o := range ev.Questions[0].Options {
+		if len(ev.Questions()) > 0 {
+			for i, o := range ev.Questions()[0].Options {
 				out = append(out, Choice{Label: o.Label, Data: data("pick") + ":" + strconv.Itoa(i)})
 			}
 		}

@@ -99,7 +99,7 @@ type askState struct {
 // conversation's answers.
 func (d *Dispatcher) askPermission(st *askState, ev parser.Event) {
 	r := &request{
-		run: st.run, cliID: ev.ID, questions: ev.Questions,
+		run: st.run, cliID: ev.ID, questions: ev.Questions(),
 		asker: st.m.Platform + ":" + st.m.User, platform: st.m.Platform,
 		workspace: st.m.Workspace, channel: st.m.Channel, sink: st.m.Sink, turn: st,
 	}
@@ -301,7 +301,7 @@ func (d *Dispatcher) settleFor(ctx context.Context, r *request, ans engine.Permi
 	if r.sink != nil && reason != "plan_mode" {
 		// Before the agent has the answer, so that a stream shows the
 		// decision before what the agent does with it, and before its end.
-		r.sink(parser.Event{Type: parser.PermissionDecision, ID: r.rec.ID, Decision: string(ans.Decision)})
+		r.sink(parser.Event{Type: parser.PermissionDecision, ID: r.rec.ID, Permission: &parser.Permission{Decision: string(ans.Decision)}})
 	}
 	err := r.run.Respond(ctx, ans)
 	if who == "" {

@@ -234,7 +234,7 @@ func TestApprovalStream(t *testing.T) {
 		<-q.Ready()
 		for _, ev := range q.Take() {
 			if ev.Type == parser.PermissionDecision {
-				got = append(got, ev.ID+" "+ev.Decision)
+				got = append(got, ev.ID+" "+ev.Permission.Decision)
 			}
 			done = done || ev.Terminal()
 		}

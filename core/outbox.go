@@ -93,7 +93,7 @@ type handback struct {
 func (h handback) sinkEvents() []parser.Event {
 	var out []parser.Event
 	for _, f := range h.files {
-		out = append(out, parser.Event{Type: parser.File, Name: f.Name, Size: f.Size, Path: f.Path})
+		out = append(out, parser.Event{Type: parser.File, Name: f.Name, File: &parser.FileInfo{Size: f.Size, Path: f.Path}})
 	}
 	if h.more > 0 {
 		out = append(out, parser.Event{Type: parser.Warning, Message: h.moreNote()})

@@ -87,7 +87,7 @@ func TestFilesGoToASinkBeforeTheTerminalEvent(t *testing.T) {
 			files = append(files, ev)
 		}
 	}
-	if len(files) != 1 || files[0].Name != "a.txt" || files[0].Size != 5 || files[0].Path != filepath.Join(h.opts.Workspace, "outbox", "a.txt") {
+	if len(files) != 1 || files[0].Name != "a.txt" || files[0].File.Size != 5 || files[0].File.Path != filepath.Join(h.opts.Workspace, "outbox", "a.txt") {
 		t.Fatalf("file events %+v", files)
 	}
 	if got[len(got)-2].Type != parser.File || got[len(got)-1].Type != parser.Done {

@@ -72,17 +72,17 @@ func until(now, t time.Time) string {
 // that it means the same for every CLI).
 func turnUsage(ev parser.Event, took time.Duration) store.Usage {
 	u := store.Usage{Turns: 1, DurationMS: took.Milliseconds()}
-	if ev.Type != parser.Done {
+	if ev.Type != parser.Done || ev.Stats == nil {
 		return u
 	}
-	if ev.CostUSD != nil {
-		u.CostUSD = *ev.CostUSD
+	if st := ev.Stats; st.CostUSD != nil {
+		u.CostUSD = *st.CostUSD
 	}
-	if ev.InputTokens != nil {
-		u.InputTokens = *ev.InputTokens
+	if st := ev.Stats; st.InputTokens != nil {
+		u.InputTokens = *st.InputTokens
 	}
-	if ev.OutputTokens != nil {
-		u.OutputTokens = *ev.OutputTokens
+	if st := ev.Stats; st.OutputTokens != nil {
+		u.OutputTokens = *st.OutputTokens
 	}
 	return u
 }

@@ -49,8 +49,8 @@ func TestFakeApprovals(t *testing.T) {
 				events = append(events, ev)
 				if ev.Type == parser.PermissionRequest {
 					asked++
-					if ev.Name == parser.AskUserQuestion && (len(ev.Questions) != 1 || ev.Questions[0].Options[0].Label != "A") {
-						t.Errorf("questions %+v", ev.Questions)
+					if ev.Name == parser.AskUserQuestion && (len(ev.Questions()) != 1 || ev.Questions()[0].Options[0].Label != "A") {
+						t.Errorf("questions %+v", ev.Questions())
 					}
 					a := tc.answer
 					a.ID = ev.ID

@@ -80,7 +80,7 @@ func TestClaudeRealAskAllow(t *testing.T) {
 	if got := strings.Join(toolNames(asked), ","); got != "Write,Edit,Bash" {
 		t.Errorf("asked for %s, want Write,Edit,Bash; events: %s", got, realDump(events))
 	}
-	if len(asked) > 0 && (len(asked[0].Suggestions) == 0 || !strings.Contains(string(asked[0].Args), anthropictest.AskFile)) {
+	if len(asked) > 0 && (len(asked[0].Suggestions()) == 0 || !strings.Contains(string(asked[0].Args), anthropictest.AskFile)) {
 		t.Errorf("the Write request carries no suggestions or not its input: %+v", asked[0])
 	}
 	if b, err := os.ReadFile(filepath.Join(c.workdir, anthropictest.AskFile)); err != nil || string(b) != "two\n" {
@@ -164,12 +164,12 @@ func TestClaudeRealAskUserQuestion(t *testing.T) {
 	c := newRealClaude(t)
 	events, asked := c.runAsking(t, realCtx(t), anthropictest.ScenarioQuestion, engine.ModeAsk,
 		func(ev parser.Event) *engine.PermissionAnswer {
-			if len(ev.Questions) != 1 || len(ev.Questions[0].Options) != 2 || ev.Questions[0].Options[1].Label != "Blue" {
-				t.Errorf("the question arrived as %+v", ev.Questions)
+			if len(ev.Questions()) != 1 || len(ev.Questions()[0].Options) != 2 || ev.Questions()[0].Options[1].Label != "Blue" {
+				t.Errorf("the question arrived as %+v", ev.Questions())
 				return &engine.PermissionAnswer{Decision: engine.Deny}
 			}
 			return &engine.PermissionAnswer{Decision: engine.Allow,
-				Answers: map[string]string{ev.Questions[0].Question: "Blue"}}
+				Answers: map[string]string{ev.Questions()[0].Question: "Blue"}}
 		})
 	realDone(t, events)
 	if len(asked) != 1 || asked[0].Name != parser.AskUserQuestion {

@@ -133,16 +133,20 @@ func realDone(t *testing.T, events []parser.Event) parser.Event {
 	if last.Type != parser.Done {
 		t.Fatalf("the run ended with %s %q, want done; events: %s", last.Type, last.Message, realDump(events))
 	}
+	if last.Stats == nil {
+		t.Fatalf("done %+v has no run statistics", last)
+	}
+	st := last.Stats
 	if !realUUID.MatchString(last.SessionID) {
 		t.Errorf("done session id %q is not a session UUID", last.SessionID)
 	}
-	if last.DurationMS == nil || *last.DurationMS <= 0 {
-		t.Errorf("done duration_ms %v, want a positive duration", last.DurationMS)
+	if st.DurationMS == nil || *st.DurationMS <= 0 {
+		t.Errorf("done duration_ms %v, want a positive duration", st.DurationMS)
 	}
-	if last.CostUSD == nil || *last.CostUSD <= 0 {
-		t.Errorf("done cost_usd %v, want a positive cost (the fake reports token usage)", last.CostUSD)
+	if st.CostUSD == nil || *st.CostUSD <= 0 {
+		t.Errorf("done cost_usd %v, want a positive cost (the fake reports token usage)", st.CostUSD)
 	}
-	if last.NumTurns == nil {
+	if st.NumTurns == nil {
 		t.Error("done without num_turns")
 	}
 	return last
@@ -194,8 +198,8 @@ func TestClaudeRealPlainAnswer(t *testing.T) {
 				t.Errorf("the answer came in %d text events, want %d or more (exactly 1 without partial messages)", n, tc.minPieces)
 			}
 			d := realDone(t, events)
-			if *d.NumTurns != 1 {
-				t.Errorf("num_turns %d, want 1", *d.NumTurns)
+			if *d.Stats.NumTurns != 1 {
+				t.Errorf("num_turns %d, want 1", *d.Stats.NumTurns)
 			}
 			reqs := c.srv.MessageRequests(anthropictest.ScenarioText)
 			if len(reqs) != 1 {
@@ -256,8 +260,8 @@ func TestClaudeRealBashTool(t *testing.T) {
 	if got := textOf(events); got != anthropictest.BashAnswer {
 		t.Errorf("answer %q, want %q", got, anthropictest.BashAnswer)
 	}
-	if d := realDone(t, events); *d.NumTurns != 2 {
-		t.Errorf("num_turns %d, want 2", *d.NumTurns)
+	if d := realDone(t, events); *d.Stats.NumTurns != 2 {
+		t.Errorf("num_turns %d, want 2", *d.Stats.NumTurns)
 	}
 	reqs := c.srv.MessageRequests(anthropictest.ScenarioBash)
 	if len(reqs) != 2 {

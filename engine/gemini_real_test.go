@@ -53,14 +53,18 @@ func geminiDone(t *testing.T, events []parser.Event) parser.Event {
 	if last.Type != parser.Done {
 		t.Fatalf("the run ended with %s %q, want done; events: %s", last.Type, last.Message, realDump(events))
 	}
+	if last.Stats == nil {
+		t.Fatalf("done %+v has no run statistics", last)
+	}
+	st := last.Stats
 	if !realUUID.MatchString(last.SessionID) {
 		t.Errorf("done session id %q is not a session UUID", last.SessionID)
 	}
-	if last.DurationMS == nil || *last.DurationMS <= 0 {
-		t.Errorf("done duration_ms %v, want a positive duration", last.DurationMS)
+	if st.DurationMS == nil || *st.DurationMS <= 0 {
+		t.Errorf("done duration_ms %v, want a positive duration", st.DurationMS)
 	}
-	if last.InputTokens == nil || *last.InputTokens <= 0 || last.OutputTokens == nil || *last.OutputTokens <= 0 {
-		t.Errorf("done tokens in %v out %v, want the usage the fake reported", last.InputTokens, last.OutputTokens)
+	if st.InputTokens == nil || *st.InputTokens <= 0 || st.OutputTokens == nil || *st.OutputTokens <= 0 {
+		t.Errorf("done tokens in %v out %v, want the usage the fake reported", st.InputTokens, st.OutputTokens)
 	}
 	return last
 }

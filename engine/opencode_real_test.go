@@ -52,16 +52,20 @@ func openCodeDone(t *testing.T, events []parser.Event, steps int) parser.Event {
 	if last.Type != parser.Done {
 		t.Fatalf("the run ended with %s %q, want done; events: %s", last.Type, last.Message, realDump(events))
 	}
+	if last.Stats == nil {
+		t.Fatalf("done %+v has no run statistics", last)
+	}
+	st := last.Stats
 	if !strings.HasPrefix(last.SessionID, "ses_") {
 		t.Errorf("done session id %q is not an OpenCode session id", last.SessionID)
 	}
-	if last.CostUSD == nil || *last.CostUSD <= 0 || last.InputTokens == nil || *last.InputTokens <= 0 || last.OutputTokens == nil || *last.OutputTokens <= 0 {
-		t.Errorf("done cost %v tokens in %v out %v, want the usage the fake reported", last.CostUSD, last.InputTokens, last.OutputTokens)
+	if st.CostUSD == nil || *st.CostUSD <= 0 || st.InputTokens == nil || *st.InputTokens <= 0 || st.OutputTokens == nil || *st.OutputTokens <= 0 {
+		t.Errorf("done cost %v tokens in %v out %v, want the usage the fake reported", st.CostUSD, st.InputTokens, st.OutputTokens)
 	}
-	if last.NumTurns == nil || *last.NumTurns != steps {
-		t.Errorf("done num_turns %v, want %d steps", last.NumTurns, steps)
+	if st.NumTurns == nil || *st.NumTurns != steps {
+		t.Errorf("done num_turns %v, want %d steps", st.NumTurns, steps)
 	}
-	if last.DurationMS == nil {
+	if st.DurationMS == nil {
 		t.Error("done without duration_ms")
 	}
 	return last

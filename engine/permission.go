@@ -203,7 +203,7 @@ func (c *control) asked(ev parser.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.closed {
-		c.pending[ev.ID] = pendingRequest{input: ev.Args, suggestions: ev.Suggestions}
+		c.pending[ev.ID] = pendingRequest{input: ev.Args, suggestions: ev.Suggestions()}
 	}
 }
 

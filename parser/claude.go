@@ -25,8 +25,8 @@ import (
 //   - control_request with subtype can_use_tool (--permission-prompt-tool
 //     stdio: the CLI asks before it runs a tool and waits for the answer on
 //     stdin) becomes PermissionRequest: ID the request_id, Name the tool,
-//     Args its input, Suggestions its permission_suggestions, Questions
-//     the questions of an AskUserQuestion.
+//     Args its input, Permission the permission_suggestions (Suggestions)
+//     and an AskUserQuestion's questions (Questions).
 //
 // An assistant line with a top-level "error" (Claude Code's synthetic
 // "API Error: ..." message) is not answer text either: the is_error result
@@ -218,11 +218,11 @@ func (p *ClaudeCode) result(l *claudeLine) Event {
 	}
 	e := done(l.sessionID, p.sessionID, l.durationMS)
 	if f, ok := parseFloat(l.cost); ok {
-		e.CostUSD = &f
+		e.stats().CostUSD = &f
 	}
 	if n, ok := parseInt(l.numTurns); ok && n == int64(int(n)) {
 		t := int(n)
-		e.NumTurns = &t
+		e.stats().NumTurns = &t
 	}
 	claudeUsage(&e, l.usage)
 	return e
@@ -254,10 +254,10 @@ func claudeUsage(e *Event, usage []byte) {
 		}
 	}
 	if haveIn {
-		e.InputTokens = &in
+		e.stats().InputTokens = &in
 	}
 	if haveOut {
-		e.OutputTokens = &out
+		e.stats().OutputTokens = &out
 	}
 }
 

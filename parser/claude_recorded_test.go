@@ -174,12 +174,14 @@ func checkRecordedInvariants(t *testing.T, raw []byte, events []parser.Event) {
 	switch {
 	case last.SessionID != res.SessionID || last.SessionID == "":
 		t.Errorf("done session %q, the result line says %q", last.SessionID, res.SessionID)
-	case last.DurationMS == nil || *last.DurationMS != res.DurationMS:
-		t.Errorf("done duration %v, want %d", last.DurationMS, res.DurationMS)
-	case last.CostUSD == nil || *last.CostUSD != res.TotalCostUSD || *last.CostUSD <= 0:
-		t.Errorf("done cost %v, want %v", last.CostUSD, res.TotalCostUSD)
-	case last.NumTurns == nil || *last.NumTurns != res.NumTurns:
-		t.Errorf("done num_turns %v, want %d", last.NumTurns, res.NumTurns)
+	case last.Stats == nil:
+		t.Errorf("done %+v has no run statistics, want the result line's", last)
+	case last.Stats.DurationMS == nil || *last.Stats.DurationMS != res.DurationMS:
+		t.Errorf("done duration %v, want %d", last.Stats.DurationMS, res.DurationMS)
+	case last.Stats.CostUSD == nil || *last.Stats.CostUSD != res.TotalCostUSD || *last.Stats.CostUSD <= 0:
+		t.Errorf("done cost %v, want %v", last.Stats.CostUSD, res.TotalCostUSD)
+	case last.Stats.NumTurns == nil || *last.Stats.NumTurns != res.NumTurns:
+		t.Errorf("done num_turns %v, want %d", last.Stats.NumTurns, res.NumTurns)
 	}
 }
 

@@ -280,11 +280,11 @@ func (p *Codex) done(usage []byte) Event {
 		switch string(r.key()) {
 		case "input_tokens":
 			if n, ok := parseInt(r.number()); ok {
-				e.InputTokens = &n
+				e.stats().InputTokens = &n
 			}
 		case "output_tokens":
 			if n, ok := parseInt(r.number()); ok {
-				e.OutputTokens = &n
+				e.stats().OutputTokens = &n
 			}
 		default:
 			r.skip()

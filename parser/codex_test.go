@@ -164,7 +164,7 @@ func checkRecorded(t *testing.T, dir string, newParser func() Parser, want map[s
 				t.Errorf("text %q tools %v (%d errors) warnings %d; want %q %v (%d) %d", text.String(), tools, toolErrors, warnings, w.text, w.tools, w.toolErrors, w.warnings)
 			}
 			switch {
-			case w.errorIs == "" && (last.Type != Done || last.SessionID == "" || last.InputTokens == nil || last.OutputTokens == nil):
+			case w.errorIs == "" && (last.Type != Done || last.SessionID == "" || last.Stats == nil || last.Stats.InputTokens == nil || last.Stats.OutputTokens == nil):
 				t.Errorf("the run ends with %+v, want done with the session id and usage", last)
 			case w.errorIs != "" && (last.Type != Error || last.Message != w.errorIs):
 				t.Errorf("the run ends with %+v, want the error %q", last, w.errorIs)

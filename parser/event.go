@@ -78,38 +78,67 @@ func (r Reason) String() string {
 //	tool_call:   ID, Name, Args
 //	tool_result: ID, Content, IsError
 //	warning:     Message
-//	done:        SessionID, DurationMS?, CostUSD?, NumTurns?, InputTokens?, OutputTokens?
+//	done:        SessionID, Stats? (DurationMS?, CostUSD?, NumTurns?, InputTokens?, OutputTokens?)
 //	error:       Message, Reason?
-//	file:        Name, Size, Path (not in JSON), URL?
-//	permission_request:  ID, Name (the tool), Args, Suggestions?, Questions?
-//	permission_decision: ID, Decision ("allow", "allow_session", "deny")
+//	file:        Name, File (Size, Path (not in JSON), URL?)
+//	permission_request:  ID, Name (the tool), Args, Permission? (Suggestions?, Questions?)
+//	permission_decision: ID, Permission (Decision: "allow", "allow_session", "deny")
 //
-// Optional numbers are pointers: a zero duration is a value, nil is absent.
+// The fields of the rare kinds sit behind pointers, so that the text and
+// tool events a run streams by the thousand stay small; nil is absent.
 type Event struct {
-	Type       Type
-	Content    string
-	ID         string
-	Name       string
-	Args       json.RawMessage // a JSON object; nil marshals as {}
-	IsError    bool
-	Message    string
-	SessionID  string
+	Type    Type
+	Content string
+	ID      string
+	Name    string
+	Args    json.RawMessage // a JSON object; nil marshals as {}
+	Message string
+	// SessionID is the session a done event's run can be resumed with.
+	SessionID string
+	// Reason is why an Error event ended the run; Failed (the zero value)
+	// for the CLI's own error. Message is what to show; never branch on it.
+	Reason Reason
+
+	// Stats is what a done event reports about the run; nil when the CLI
+	// reports none of it.
+	Stats *RunStats
+	// File describes a file event's file: set on every one (core's, the
+	// HTTP API's); a bare one marshals as size 0.
+	File *FileInfo
+	// Permission is a permission request's proposals and questions (nil
+	// when it has neither; read them with Suggestions and Questions) or a
+	// permission decision's outcome (set on every one).
+	Permission *Permission
+
+	IsError bool
+	// SessionReset is set on the warning an engine emits when it could not
+	// resume the stored session and started a new one: the caller must
+	// forget the old session id. Not part of the JSON shape.
+	SessionReset bool
+}
+
+// RunStats are a done event's figures about the run, each nil when the CLI
+// does not report it: a zero duration is a value, nil is absent.
+type RunStats struct {
 	DurationMS *int64
 	CostUSD    *float64
 	NumTurns   *int
 	// Token usage of the whole run where the CLI reports it: input tokens
 	// (cached ones included) and output tokens (reasoning included).
 	InputTokens, OutputTokens *int64
-	// Reason is why an Error event ended the run; Failed (the zero value)
-	// for the CLI's own error. Message is what to show; never branch on it.
-	Reason Reason
+}
 
-	// Size, Path and URL describe a File: its length in bytes, where its
-	// bytes are on this machine, and where a client of the HTTP API fetches
-	// them (set by that API; the path never leaves the machine).
+// FileInfo describes the file of a File event: its length in bytes, where
+// its bytes are on this machine, and where a client of the HTTP API
+// fetches them (set by that API; the path never leaves the machine).
+type FileInfo struct {
 	Size int64
 	Path string
 	URL  string
+}
+
+// Permission holds what only permission events carry.
+type Permission struct {
 	// Suggestions are the permission updates the CLI proposes with a
 	// permission request (a JSON array, sent back as they are to allow
 	// for the session); nil when it proposes none.
@@ -118,11 +147,32 @@ type Event struct {
 	Questions []Question
 	// Decision is a permission_decision's outcome.
 	Decision string
+}
 
-	// SessionReset is set on the warning an engine emits when it could not
-	// resume the stored session and started a new one: the caller must
-	// forget the old session id. Not part of the JSON shape.
-	SessionReset bool
+// Questions returns a permission request's questions, nil when it has none.
+func (e Event) Questions() []Question {
+	if e.Permission == nil {
+		return nil
+	}
+	return e.Permission.Questions
+}
+
+// Suggestions returns the permission updates a permission request
+// proposes, nil when it proposes none.
+func (e Event) Suggestions() json.RawMessage {
+	if e.Permission == nil {
+		return nil
+	}
+	return e.Permission.Suggestions
+}
+
+// stats returns e.Stats, setting it first if it is nil; for parsers
+// filling in a done event.
+func (e *Event) stats() *RunStats {
+	if e.Stats == nil {
+		e.Stats = &RunStats{}
+	}
+	return e.Stats
 }
 
 // Terminal reports whether e ends a run. Every run ends with exactly one.
@@ -166,32 +216,19 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		}
 	case Done:
 		str("session_id", e.SessionID)
-		if e.DurationMS != nil {
-			b = append(b, `,"duration_ms":`...)
-			b = strconv.AppendInt(b, *e.DurationMS, 10)
-		}
-		if e.CostUSD != nil {
-			b = append(b, `,"cost_usd":`...)
-			b = strconv.AppendFloat(b, *e.CostUSD, 'f', -1, 64)
-		}
-		if e.NumTurns != nil {
-			b = append(b, `,"num_turns":`...)
-			b = strconv.AppendInt(b, int64(*e.NumTurns), 10)
-		}
-		if e.InputTokens != nil {
-			b = append(b, `,"input_tokens":`...)
-			b = strconv.AppendInt(b, *e.InputTokens, 10)
-		}
-		if e.OutputTokens != nil {
-			b = append(b, `,"output_tokens":`...)
-			b = strconv.AppendInt(b, *e.OutputTokens, 10)
+		if e.Stats != nil {
+			b = e.Stats.appendJSON(b)
 		}
 	case File:
+		var f FileInfo
+		if e.File != nil {
+			f = *e.File
+		}
 		str("name", e.Name)
 		b = append(b, `,"size":`...)
-		b = strconv.AppendInt(b, e.Size, 10)
-		if e.URL != "" {
-			str("url", e.URL)
+		b = strconv.AppendInt(b, f.Size, 10)
+		if f.URL != "" {
+			str("url", f.URL)
 		}
 	case PermissionRequest:
 		str("id", e.ID)
@@ -202,12 +239,12 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		} else {
 			b = append(b, e.Args...)
 		}
-		if len(e.Suggestions) > 0 && json.Valid(e.Suggestions) {
+		if sug := e.Suggestions(); len(sug) > 0 && json.Valid(sug) {
 			b = append(b, `,"suggestions":`...)
-			b = append(b, e.Suggestions...)
+			b = append(b, sug...)
 		}
-		if len(e.Questions) > 0 {
-			q, err := json.Marshal(e.Questions)
+		if qs := e.Questions(); len(qs) > 0 {
+			q, err := json.Marshal(qs)
 			if err != nil {
 				return nil, err
 			}
@@ -215,10 +252,39 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			b = append(b, q...)
 		}
 	case PermissionDecision:
+		var decision string
+		if e.Permission != nil {
+			decision = e.Permission.Decision
+		}
 		str("id", e.ID)
-		str("decision", e.Decision)
+		str("decision", decision)
 	}
 	return append(b, '}'), nil
+}
+
+// appendJSON appends the fields of a done event's statistics that are set.
+func (s *RunStats) appendJSON(b []byte) []byte {
+	if s.DurationMS != nil {
+		b = append(b, `,"duration_ms":`...)
+		b = strconv.AppendInt(b, *s.DurationMS, 10)
+	}
+	if s.CostUSD != nil {
+		b = append(b, `,"cost_usd":`...)
+		b = strconv.AppendFloat(b, *s.CostUSD, 'f', -1, 64)
+	}
+	if s.NumTurns != nil {
+		b = append(b, `,"num_turns":`...)
+		b = strconv.AppendInt(b, int64(*s.NumTurns), 10)
+	}
+	if s.InputTokens != nil {
+		b = append(b, `,"input_tokens":`...)
+		b = strconv.AppendInt(b, *s.InputTokens, 10)
+	}
+	if s.OutputTokens != nil {
+		b = append(b, `,"output_tokens":`...)
+		b = strconv.AppendInt(b, *s.OutputTokens, 10)
+	}
+	return b
 }
 
 // appendJSONString appends s as a JSON string. Invalid UTF-8 becomes

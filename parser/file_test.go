@@ -10,9 +10,10 @@ func TestFileEventJSON(t *testing.T) {
 		ev   Event
 		want string
 	}{
-		{Event{Type: File, Name: "report.txt", Size: 1234, Path: "/secret/place/report.txt", URL: "/v1/files/abc"},
+		{Event{Type: File, Name: "report.txt", File: &FileInfo{Size: 1234, Path: "/secret/place/report.txt", URL: "/v1/files/abc"}},
 			`{"type":"file","name":"report.txt","size":1234,"url":"/v1/files/abc"}`},
-		{Event{Type: File, Name: "a \"b\".png", Size: 0}, `{"type":"file","name":"a \"b\".png","size":0}`},
+		{Event{Type: File, Name: "a \"b\".png", File: &FileInfo{Size: 0}}, `{"type":"file","name":"a \"b\".png","size":0}`},
+		{Event{Type: File, Name: "empty"}, `{"type":"file","name":"empty","size":0}`},
 	} {
 		got, err := json.Marshal(tc.ev)
 		if err != nil || string(got) != tc.want {

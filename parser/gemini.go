@@ -148,15 +148,15 @@ func (p *Gemini) result(l *geminiLine) Event {
 		switch string(r.key()) {
 		case "duration_ms":
 			if n, ok := parseInt(r.number()); ok {
-				e.DurationMS = &n
+				e.stats().DurationMS = &n
 			}
 		case "input_tokens":
 			if n, ok := parseInt(r.number()); ok {
-				e.InputTokens = &n
+				e.stats().InputTokens = &n
 			}
 		case "output_tokens":
 			if n, ok := parseInt(r.number()); ok {
-				e.OutputTokens = &n
+				e.stats().OutputTokens = &n
 			}
 		default:
 			r.skip()

@@ -22,7 +22,7 @@ func done(sessionID jstr, initID string, durationMS []byte) Event {
 		e.SessionID = initID
 	}
 	if n, ok := parseInt(durationMS); ok {
-		e.DurationMS = &n
+		e.stats().DurationMS = &n
 	}
 	return e
 }

@@ -253,21 +253,22 @@ func (p *OpenCode) End(exitedOK bool) (Event, bool) {
 	case p.lastReason != "stop":
 		return Event{Type: Error, Message: "the agent stopped before it finished (its last step ended with " + strconv.Quote(p.lastReason) + ")"}, true
 	}
-	e := Event{Type: Done, SessionID: p.sessionID}
+	st := &RunStats{}
 	if p.costSeen {
 		c := p.cost
-		e.CostUSD = &c
+		st.CostUSD = &c
 	}
 	if p.tokensSeen {
 		in, out := p.in, p.out
-		e.InputTokens, e.OutputTokens = &in, &out
+		st.InputTokens, st.OutputTokens = &in, &out
 	}
 	n := p.steps
-	e.NumTurns = &n
+	st.NumTurns = &n
 	if p.first > 0 && p.finished >= p.first {
 		d := p.finished - p.first
-		e.DurationMS = &d
+		st.DurationMS = &d
 	}
+	e := Event{Type: Done, SessionID: p.sessionID, Stats: st}
 	return e, true
 }
 

@@ -34,8 +34,9 @@ const (
 // controlRequest turns a Claude Code control_request line (subtype
 // can_use_tool, written by --permission-prompt-tool stdio) into a
 // PermissionRequest: ID the request_id the answer must name, Name the tool,
-// Args its input, Suggestions the CLI's permission_suggestions (what "allow
-// for this session" sends back), Questions an AskUserQuestion's questions.
+// Args its input, Permission the CLI's permission_suggestions (Suggestions:
+// what "allow for this session" sends back) and an AskUserQuestion's
+// questions (Questions), nil when it has neither.
 // Other control requests, and one without an id or tool, give no event.
 func controlRequest(requestID jstr, raw []byte) []Event {
 	var req struct {
@@ -51,17 +52,21 @@ func controlRequest(requestID jstr, raw []byte) []Event {
 	if id == "" || req.ToolName == "" {
 		return nil
 	}
-	e := Event{Type: PermissionRequest, ID: id, Name: req.ToolName, Args: objectOrEmpty(req.Input)}
+	var perm Permission
 	if s := strings.TrimSpace(string(req.Suggestions)); strings.HasPrefix(s, "[") && s != "[]" {
-		e.Suggestions = json.RawMessage(s)
+		perm.Suggestions = json.RawMessage(s)
 	}
 	if req.ToolName == AskUserQuestion {
 		var in struct {
 			Questions []Question `json:"questions"`
 		}
 		if json.Unmarshal(req.Input, &in) == nil {
-			e.Questions = in.Questions
+			perm.Questions = in.Questions
 		}
+	}
+	e := Event{Type: PermissionRequest, ID: id, Name: req.ToolName, Args: objectOrEmpty(req.Input)}
+	if perm.Suggestions != nil || perm.Questions != nil {
+		e.Permission = &perm
 	}
 	return []Event{e}
 }

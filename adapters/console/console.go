@@ -228,8 +228,8 @@ func (c *Console) send(ctx context.Context, h core.Handler, text string) *core.E
 
 // askPrompt asks for the answer to a permission request.
 func askPrompt(ev parser.Event) string {
-	if ev.Name == parser.AskUserQuestion && len(ev.Questions) > 0 {
-		return fmt.Sprintf("pick? [1-%d] · [n]o ", len(ev.Questions[0].Options))
+	if ev.Name == parser.AskUserQuestion && len(ev.Questions()) > 0 {
+		return fmt.Sprintf("pick? [1-%d] · [n]o ", len(ev.Questions()[0].Options))
 	}
 	return "allow? [y]es · [s]ession · [n]o "
 }
@@ -247,7 +247,7 @@ func (c *Console) answer(ctx context.Context, h core.Handler, asking *parser.Eve
 	case t == "n" || t == "no":
 		verb = "deny"
 	case asking.Name == parser.AskUserQuestion:
-		if n, err := strconv.Atoi(t); err == nil && len(asking.Questions) > 0 && n >= 1 && n <= len(asking.Questions[0].Options) {
+		if n, err := strconv.Atoi(t); err == nil && len(asking.Questions()) > 0 && n >= 1 && n <= len(asking.Questions()[0].Options) {
 			verb = "pick:" + strconv.Itoa(n-1)
 		}
 	}
@@ -284,16 +284,16 @@ func (c *Console) print(ev parser.Event) {
 	case parser.Warning:
 		c.line("⚠️  " + ev.Message)
 	case parser.PermissionRequest:
-		if ev.Name == parser.AskUserQuestion && len(ev.Questions) > 0 {
-			c.line("❓ " + ev.Questions[0].Question)
-			for i, o := range ev.Questions[0].Options {
+		if ev.Name == parser.AskUserQuestion && len(ev.Questions()) > 0 {
+			c.line("❓ " + ev.Questions()[0].Question)
+			for i, o := range ev.Questions()[0].Options {
 				c.line(fmt.Sprintf("   %d. %s %s", i+1, o.Label, o.Description))
 			}
 		} else {
 			c.line("🔐 the agent asks: " + plain(core.ToolLine(ev.Name, ev.Args)))
 		}
 	case parser.File:
-		c.line(fmt.Sprintf("📎 %s (%d bytes)", ev.Path, ev.Size))
+		c.line(fmt.Sprintf("📎 %s (%d bytes)", ev.File.Path, ev.File.Size))
 	case parser.Done:
 		c.newline()
 	case parser.Error:

@@ -322,7 +322,7 @@ func TestStopWhileAnswering(t *testing.T) {
 func TestFilesPrintTheirPaths(t *testing.T) {
 	h := &scripted{t: t, script: func(string) []parser.Event {
 		return []parser.Event{text("made a chart"),
-			{Type: parser.File, Name: "chart.png", Size: 2048, Path: "/w/outbox/chart.png"}, done()}
+			{Type: parser.File, Name: "chart.png", File: &parser.FileInfo{Size: 2048, Path: "/w/outbox/chart.png"}}, done()}
 	}}
 	var out bytes.Buffer
 	c := New(strings.NewReader("chart please\n"), &out, Options{User: "ada", Conversation: "proj"})

@@ -52,15 +52,16 @@ func newFileStore() *fileStore {
 // the client sees (with a URL), copying the bytes; a file it cannot or
 // will not serve becomes a warning that says so.
 func (fs *fileStore) event(ev parser.Event) parser.Event {
-	if fs.max > 0 && ev.Size > fs.max {
+	f := ev.File
+	if fs.max > 0 && f.Size > fs.max {
 		return parser.Event{Type: parser.Warning, Message: fmt.Sprintf(
-			"the agent left %s (%d bytes), over the %d bytes the HTTP API serves; it is at %s", ev.Name, ev.Size, fs.max, ev.Path)}
+			"the agent left %s (%d bytes), over the %d bytes the HTTP API serves; it is at %s", ev.Name, f.Size, fs.max, f.Path)}
 	}
-	id, size, err := fs.put(ev.Name, ev.Path)
+	id, size, err := fs.put(ev.Name, f.Path)
 	if err != nil {
-		return parser.Event{Type: parser.Warning, Message: fmt.Sprintf("the agent left %s, which could not be offered: %v; it is at %s", ev.Name, err, ev.Path)}
+		return parser.Event{Type: parser.Warning, Message: fmt.Sprintf("the agent left %s, which could not be offered: %v; it is at %s", ev.Name, err, f.Path)}
 	}
-	return parser.Event{Type: parser.File, Name: ev.Name, Size: size, URL: "/v1/files/" + id}
+	return parser.Event{Type: parser.File, Name: ev.Name, File: &parser.FileInfo{Size: size, URL: "/v1/files/" + id}}
 }
 
 func (fs *fileStore) put(name, src string) (id string, size int64, err error) {

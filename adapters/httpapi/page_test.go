@@ -52,7 +52,7 @@ func (a *pageAgent) Handle(_ context.Context, m core.Message) {
 			m.Sink(text(", <b>world</b> & <script>alert(1)</script>\n"))
 			time.Sleep(20 * time.Millisecond)
 			m.Sink(text("  indented line"))
-			m.Sink(parser.Event{Type: parser.Done, SessionID: "s", DurationMS: ptr[int64](1234), CostUSD: ptr(0.0042), NumTurns: ptr(1)})
+			m.Sink(parser.Event{Type: parser.Done, SessionID: "s", Stats: &parser.RunStats{DurationMS: ptr[int64](1234), CostUSD: ptr(0.0042), NumTurns: ptr(1)}})
 		}()
 	case "slow":
 		stop := make(chan struct{})

@@ -23,7 +23,7 @@ func TestChatStreamsEventsInOrder(t *testing.T) {
 		{Type: parser.ToolResult, ID: "t1", Content: "a\nb", IsError: false},
 		{Type: parser.Warning, Message: "careful"},
 		{Type: parser.Text, Content: "done."},
-		{Type: parser.Done, SessionID: "s-1", DurationMS: ptr[int64](0), CostUSD: ptr(0.0123), NumTurns: ptr(2)},
+		{Type: parser.Done, SessionID: "s-1", Stats: &parser.RunStats{DurationMS: ptr[int64](0), CostUSD: ptr(0.0123), NumTurns: ptr(2)}},
 	}
 	// The event after the terminal one must never reach the client.
 	events := append(append([]parser.Event(nil), turn...), parser.Event{Type: parser.Text, Content: "late"})
