@@ -2,10 +2,13 @@ package telegramtest
 
 import (
 	"encoding/json"
+	"maps"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 )
 
 // MaxLen is Telegram's limit on a message's visible text, in UTF-16 code
@@ -125,7 +128,8 @@ func (s *Server) sendMessageLocked(p url.Values) (any, int, string) {
 		return nil, code, desc
 	}
 	c := s.chatLocked(chatID, "")
-	m := &Message{Chat: chatID, FromBot: true, Text: text, Raw: p.Get("text"), ParseMode: p.Get("parse_mode"), At: s.opts.Clock()}
+	m := &Message{Chat: chatID, FromBot: true, Text: text, Raw: p.Get("text"), ParseMode: p.Get("parse_mode"), At: s.opts.Clock(),
+		Mentions: mentions(text, p.Get("text"), p.Get("parse_mode"))}
 	if code, desc := placeLocked(c, m, p); code != 0 {
 		return nil, code, desc
 	}
@@ -169,6 +173,7 @@ func (s *Server) editMessageLocked(p url.Values) (any, int, string) {
 		return nil, 400, notModified
 	}
 	m.Text, m.Raw, m.ParseMode = text, p.Get("text"), p.Get("parse_mode")
+	m.Mentions = mentions(text, m.Raw, m.ParseMode)
 	m.Edits++
 	return s.messageJSON(c, m), 0, ""
 }
@@ -180,11 +185,53 @@ func (s *Server) addLocked(c *chat, m *Message) {
 	c.order = append(c.order, m.ID)
 }
 
-// messageJSON is the Bot API's Message object for m.
+// userLinkRE finds links to a user in HTML, which Telegram turns into
+// text_mention entities.
+var userLinkRE = regexp.MustCompile(`(?i)href\s*=\s*["']\s*(tg://user\?id=[0-9]+)`)
+
+// mentions lists whom a message with this visible text and raw text
+// would notify (see Message.Mentions).
+func mentions(visible, raw, parseMode string) []string {
+	var out []string
+	for _, e := range entities(visible) {
+		if e["type"] == "mention" {
+			units := utf16.Encode([]rune(visible))
+			off, n := e["offset"].(int), e["length"].(int)
+			out = append(out, string(utf16.Decode(units[off:off+n])))
+		}
+	}
+	if strings.EqualFold(parseMode, "HTML") {
+		for _, m := range userLinkRE.FindAllStringSubmatch(raw, -1) {
+			out = append(out, strings.ToLower(m[1]))
+		}
+	}
+	return out
+}
+
+// messageJSON is the Bot API's Message object for m, as the answer to a
+// send shows it: with the message it replies to.
 func (s *Server) messageJSON(c *chat, m *Message) map[string]any {
+	out := s.shownJSON(c, m)
+	if r := c.messages[m.ReplyTo]; r != nil && m.ReplyTo != 0 && m.obj == nil {
+		out["reply_to_message"] = s.shownJSON(c, r)
+	}
+	return out
+}
+
+// shownJSON is m as a reply to it shows it (reply_to_message): Telegram
+// does not nest a reply's own reply there. A bot message shows its latest
+// text.
+func (s *Server) shownJSON(c *chat, m *Message) map[string]any {
+	if m.obj != nil {
+		return maps.Clone(m.obj)
+	}
+	at := m.At
+	if at.IsZero() {
+		at = time.Now()
+	}
 	out := map[string]any{
 		"message_id": m.ID,
-		"date":       time.Now().Unix(),
+		"date":       at.Unix(),
 		"chat":       map[string]any{"id": m.Chat, "type": c.typ},
 		"text":       m.Text,
 	}
@@ -194,9 +241,6 @@ func (s *Server) messageJSON(c *chat, m *Message) map[string]any {
 	if m.Thread != 0 {
 		out["message_thread_id"] = m.Thread
 		out["is_topic_message"] = true
-	}
-	if r := c.messages[m.ReplyTo]; r != nil && m.ReplyTo != 0 {
-		out["reply_to_message"] = s.messageJSON(c, &Message{Chat: r.Chat, ID: r.ID, FromBot: r.FromBot, Text: r.Text})
 	}
 	return out
 }

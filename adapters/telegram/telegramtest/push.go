@@ -3,6 +3,7 @@ package telegramtest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ type User struct {
 	ID        int64
 	Username  string
 	FirstName string
+	LastName  string
 	IsBot     bool
 }
 
@@ -24,9 +26,13 @@ type Incoming struct {
 	From     User
 	Text     string // the text, or a photo's or document's caption
 	ReplyTo  int64  // message id it replies to; 0 if none
+	// Quote is the part of the ReplyTo message the user quoted (the
+	// update's quote field); it must be in that message's text or caption.
+	Quote    string
 	Thread   int64  // forum topic id (message_thread_id); 0 if none
 	Photo    []byte // a photo's bytes (sent as one size)
 	Document *Document
+	Voice    []byte // a voice message's bytes (OGG/Opus as Telegram sends it)
 	// Edited sends the message as an edited_message update.
 	Edited bool
 }
@@ -61,7 +67,7 @@ func (s *Server) Push(m Incoming) Pushed {
 	if m.From.FirstName == "" {
 		m.From.FirstName = "User"
 	}
-	msg := &Message{Chat: m.Chat, Text: m.Text, Raw: m.Text, ReplyTo: m.ReplyTo, Thread: m.Thread}
+	msg := &Message{Chat: m.Chat, Text: m.Text, Raw: m.Text, ReplyTo: m.ReplyTo, Thread: m.Thread, From: m.From, At: s.opts.Clock()}
 	s.addLocked(c, msg)
 
 	chatJSON := map[string]any{"id": m.Chat, "type": c.typ}
@@ -71,10 +77,7 @@ func (s *Server) Push(m Incoming) Pushed {
 	if m.Thread != 0 {
 		chatJSON["is_forum"] = true
 	}
-	from := map[string]any{"id": m.From.ID, "is_bot": m.From.IsBot, "first_name": m.From.FirstName}
-	if m.From.Username != "" {
-		from["username"] = m.From.Username
-	}
+	from := userJSON(m.From)
 	out := map[string]any{
 		"message_id": msg.ID,
 		"date":       time.Now().Unix(),
@@ -82,7 +85,7 @@ func (s *Server) Push(m Incoming) Pushed {
 		"from":       from,
 	}
 	textKey, entKey := "text", "entities"
-	if m.Photo != nil || m.Document != nil {
+	if m.Photo != nil || m.Document != nil || m.Voice != nil {
 		textKey, entKey = "caption", "caption_entities"
 	}
 	if m.Text != "" {
@@ -106,13 +109,38 @@ func (s *Server) Push(m Incoming) Pushed {
 			"file_size": len(m.Document.Data), "mime_type": "application/octet-stream",
 		}
 	}
+	if m.Voice != nil {
+		id := s.addFileLocked(fmt.Sprintf("voice/file_%d.oga", len(s.files)), m.Voice)
+		out["voice"] = map[string]any{
+			"file_id": id, "file_unique_id": "u" + id, "duration": 3,
+			"mime_type": "audio/ogg", "file_size": len(m.Voice),
+		}
+	}
 	if m.Thread != 0 {
 		out["message_thread_id"] = m.Thread
 		out["is_topic_message"] = true
 	}
+	// What a reply to this message shows of it: the message without its
+	// own reply (Telegram does not nest replies).
+	msg.obj = maps.Clone(out)
+	var replied *Message // nil: not a reply, or to a message the fake does not hold
+	if m.ReplyTo != 0 {
+		replied = c.messages[m.ReplyTo]
+	}
+	if m.Quote != "" {
+		if replied == nil {
+			panic("telegramtest: Push: a quote without ReplyTo")
+		}
+		at := strings.Index(replied.Text, m.Quote)
+		if at < 0 {
+			panic(fmt.Sprintf("telegramtest: Push: quote %q is not in message %d", m.Quote, m.ReplyTo))
+		}
+		// Telegram keeps only style entities in a quote, none here.
+		out["quote"] = map[string]any{"text": m.Quote, "position": UTF16Len(replied.Text[:at]), "is_manual": true}
+	}
 	switch {
-	case m.ReplyTo != 0 && c.messages[m.ReplyTo] != nil:
-		out["reply_to_message"] = s.messageJSON(c, c.messages[m.ReplyTo])
+	case replied != nil:
+		out["reply_to_message"] = s.shownJSON(c, replied)
 	case m.Thread != 0:
 		// Telegram sets every topic message's reply_to_message to the
 		// topic's creation message.
@@ -133,6 +161,18 @@ func (s *Server) Push(m Incoming) Pushed {
 	s.updateIDs = append(s.updateIDs, s.nextUpd)
 	s.notifyLocked()
 	return Pushed{UpdateID: s.nextUpd, MessageID: msg.ID}
+}
+
+// userJSON is the Bot API's User object for u.
+func userJSON(u User) map[string]any {
+	from := map[string]any{"id": u.ID, "is_bot": u.IsBot, "first_name": u.FirstName}
+	if u.LastName != "" {
+		from["last_name"] = u.LastName
+	}
+	if u.Username != "" {
+		from["username"] = u.Username
+	}
+	return from
 }
 
 // PushRaw queues an update made of fields as they are, plus a new
@@ -197,6 +237,12 @@ func (s *Server) PushGroup(chatID int64, u User, text string) Pushed {
 // (e.g. one of the bot's answers).
 func (s *Server) PushReply(chatID int64, u User, replyTo int64, text string) Pushed {
 	return s.Push(Incoming{Chat: chatID, From: u, Text: text, ReplyTo: replyTo})
+}
+
+// PushQuote sends text from u in chatID as a reply to message replyTo
+// that quotes part of it (quote must be in its text or caption).
+func (s *Server) PushQuote(chatID int64, u User, replyTo int64, quote, text string) Pushed {
+	return s.Push(Incoming{Chat: chatID, From: u, Text: text, ReplyTo: replyTo, Quote: quote})
 }
 
 // PushTopic sends text from u in forum topic thread of group chatID.

@@ -75,6 +75,13 @@ type Message struct {
 	Edits     int       // successful edits
 	At        time.Time // when it was posted (by the fake's clock)
 	File      *SentFile // the photo or document of a sendPhoto or sendDocument
+	From      User      // who sent a pushed message; zero for the bot's
+	// Mentions are whom the bot's message would notify, as Telegram finds
+	// them: "@name" for each @username in its visible text that is not
+	// inside a word, "tg://user?id=N" for each link to a user.
+	Mentions []string
+
+	obj map[string]any // a pushed message as the Bot API shows it, without its reply
 }
 
 // Failure is a scripted error answer.

@@ -326,3 +326,86 @@ func TestGroupsHoldTwentyAMinute(t *testing.T) {
 		t.Fatalf("%d messages, the last at %v", len(m), m[len(m)-1].At)
 	}
 }
+
+func TestRepliesShowTheRepliedMessageAsTheBotAPIDoes(t *testing.T) {
+	s := New(t, Options{})
+	bob := User{ID: 7, Username: "bob", FirstName: "Bob", LastName: "Stone"}
+	ann := User{ID: 42, FirstName: "Ann"}
+	photo := s.Push(Incoming{Chat: -9, From: bob, Text: "the failing step, see @carol", Photo: []byte("JPEG")})
+	reply := s.PushReply(-9, ann, photo.MessageID, "and now?")
+	bot := call(t, s, "sendMessage", url.Values{"chat_id": {"-9"}, "text": {"<b>fixed</b> it"}, "parse_mode": {"HTML"}, "reply_to_message_id": {strconv.FormatInt(reply.MessageID, 10)}})
+	var sent struct {
+		MessageID int64 `json:"message_id"`
+	}
+	_ = json.Unmarshal(bot.Result, &sent)
+	s.PushQuote(-9, ann, sent.MessageID, "it", "really?")
+
+	type msg struct {
+		MessageID int64 `json:"message_id"`
+		From      struct {
+			ID        int64  `json:"id"`
+			IsBot     bool   `json:"is_bot"`
+			FirstName string `json:"first_name"`
+			LastName  string `json:"last_name"`
+			Username  string `json:"username"`
+		} `json:"from"`
+		Text            string            `json:"text"`
+		Caption         string            `json:"caption"`
+		CaptionEntities []json.RawMessage `json:"caption_entities"`
+		Photo           []json.RawMessage `json:"photo"`
+		Reply           json.RawMessage   `json:"reply_to_message"`
+		Quote           *struct {
+			Text     string `json:"text"`
+			Position int    `json:"position"`
+			IsManual bool   `json:"is_manual"`
+		} `json:"quote"`
+	}
+	var a struct {
+		Result []struct {
+			Message msg `json:"message"`
+		}
+	}
+	_ = json.Unmarshal(call(t, s, "getUpdates", url.Values{}).Result, &a.Result)
+	if len(a.Result) != 3 {
+		t.Fatalf("%d updates, want 3", len(a.Result))
+	}
+	var r msg
+	if err := json.Unmarshal(a.Result[1].Message.Reply, &r); err != nil {
+		t.Fatalf("the reply carries no reply_to_message: %v", err)
+	}
+	if r.MessageID != photo.MessageID || r.From.ID != 7 || r.From.FirstName != "Bob" || r.From.LastName != "Stone" || r.From.Username != "bob" ||
+		r.Caption != "the failing step, see @carol" || len(r.CaptionEntities) != 1 || len(r.Photo) != 2 || r.Text != "" {
+		t.Errorf("reply_to_message is not the replied message as sent: %+v", r)
+	}
+	var q msg
+	_ = json.Unmarshal(a.Result[2].Message.Reply, &q)
+	if q.MessageID != sent.MessageID || !q.From.IsBot || q.From.ID != s.BotID() || q.Text != "fixed it" || q.Reply != nil {
+		t.Errorf("a reply to the bot's answer shows %+v (its own reply must not be nested)", q)
+	}
+	if qt := a.Result[2].Message.Quote; qt == nil || qt.Text != "it" || qt.Position != 6 || !qt.IsManual {
+		t.Errorf("quote = %+v, want the quoted part at UTF-16 offset 6", qt)
+	}
+	if a.Result[1].Message.Quote != nil {
+		t.Errorf("a reply without a quote has one: %+v", a.Result[1].Message.Quote)
+	}
+}
+
+func TestSentMessagesNameWhomTheyNotify(t *testing.T) {
+	s := New(t, Options{})
+	for _, tc := range []struct{ text, mode, want string }{
+		{"hi @bob and @carol_x", "", "@bob @carol_x"},
+		{"hi @\u2060bob", "", ""},
+		{"mail ann@bob.com", "", ""},
+		{`see <a href="tg://user?id=77">Ann</a> and @dan`, "HTML", "@dan tg://user?id=77"},
+		{`<a href="tg://user?id=77">Ann</a>`, "", ""}, // plain text: no link
+	} {
+		a := call(t, s, "sendMessage", url.Values{"chat_id": {"-3"}, "text": {tc.text}, "parse_mode": {tc.mode}})
+		if !a.OK {
+			t.Fatalf("sendMessage %q: %+v", tc.text, a)
+		}
+		msgs := s.BotMessages(-3)
+		if got := strings.Join(msgs[len(msgs)-1].Mentions, " "); got != tc.want {
+			t.Errorf("%q notifies %q, want %q", tc.text, got, tc.want)
+		}
+	}
+}
