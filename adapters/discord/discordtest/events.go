@@ -1,7 +1,6 @@
 package discordtest
 
 import (
-	"net/url"
 	"strconv"
 	"time"
 )
@@ -18,61 +17,58 @@ type UserMessage struct {
 	Channel  string
 	Guild    string // empty in a DM (mark the channel with DM)
 	User     string
-	UserName string
-	Bot      bool // the author is a bot
-	Content  string
+	UserName string // the username; default "user<User>"
+	// GlobalName is the user's display name (global_name); Nick their
+	// nickname in the guild, which only the gateway's member object
+	// carries. Empty: none.
+	GlobalName, Nick string
+	Bot              bool // the author is a bot
+	Content          string
 	// Mentions lists the user ids the message mentions (put "<@id>" in
-	// Content too, as Discord does).
-	Mentions []string
+	// Content too, as Discord does); MentionRoles the role ids ("<@&id>").
+	Mentions     []string
+	MentionRoles []string
 	// ReplyTo is the id of a message this one replies to.
 	ReplyTo     string
 	Attachments []Attachment
 }
 
-// Post dispatches MESSAGE_CREATE for m and returns the new message's id.
+// Post stores m as a user's message in its channel (where GET
+// /channels/{id}/messages finds it), dispatches MESSAGE_CREATE for it and
+// returns its id. The event carries the author's member object (with its
+// nick) in a guild, and the replied-to message as referenced_message.
 func (s *Server) Post(m UserMessage) string {
 	s.mu.Lock()
-	id := s.newID()
-	mentions := []any{}
-	for _, u := range m.Mentions {
-		name := "user"
-		if u == s.opts.BotUserID {
-			name = s.opts.BotName
-		}
-		mentions = append(mentions, map[string]any{"id": u, "username": name, "bot": u == s.opts.BotUserID})
-	}
-	atts := []any{}
-	for i, a := range m.Attachments {
-		key := id + "/" + strconv.Itoa(i)
-		s.files[key] = a.Data
-		atts = append(atts, map[string]any{
-			"id": s.newID(), "filename": a.Name, "size": len(a.Data),
-			"url": s.hs.URL + "/attachments/" + key + "/" + url.PathEscape(a.Name),
-		})
-	}
+	defer s.mu.Unlock()
 	name := m.UserName
 	if name == "" {
 		name = "user" + m.User
 	}
-	d := map[string]any{
-		"id": id, "channel_id": m.Channel, "content": m.Content, "type": 0,
-		"timestamp": time.Now().UTC().Format(time.RFC3339Nano),
-		"author":    map[string]any{"id": m.User, "username": name, "bot": m.Bot},
-		"mentions":  mentions, "attachments": atts, "embeds": []any{},
+	s.users[m.User] = user{name: name, global: m.GlobalName, bot: m.Bot}
+	msg := &Message{ID: s.newID(), ChannelID: m.Channel, GuildID: m.Guild, Content: m.Content, AuthorID: m.User,
+		Mentions: m.Mentions, MentionRoles: m.MentionRoles, Attachments: m.Attachments, ReplyTo: m.ReplyTo, At: time.Now()}
+	if m.ReplyTo != "" {
+		msg.Type = 19
+	}
+	for i, a := range m.Attachments {
+		s.files[msg.ID+"/"+strconv.Itoa(i)] = a.Data
+	}
+	s.messages[msg.ID] = msg
+	s.order = append(s.order, msg.ID)
+	d := s.messageJSON(msg)
+	if m.ReplyTo != "" && s.messages[m.ReplyTo] == nil {
+		delete(d, "referenced_message") // Discord would have refused the reply
 	}
 	if m.Guild != "" {
-		d["guild_id"] = m.Guild
-	}
-	if m.ReplyTo != "" {
-		d["type"] = 19
-		d["message_reference"] = map[string]any{"message_id": m.ReplyTo, "channel_id": m.Channel}
-		if ref := s.messages[m.ReplyTo]; ref != nil {
-			d["referenced_message"] = s.messageJSON(ref)
+		member := map[string]any{"roles": []any{}}
+		if m.Nick != "" {
+			member["nick"] = m.Nick
 		}
+		d["member"] = member
 	}
 	_ = s.dispatchLocked("MESSAGE_CREATE", d)
-	s.mu.Unlock()
-	return id
+	s.notify()
+	return msg.ID
 }
 
 // Option is one slash-command option (a string).

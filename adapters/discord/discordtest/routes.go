@@ -21,6 +21,8 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+api+"/webhooks/{app}/{token}/messages/{m}", s.webhookMessage)
 	mux.HandleFunc("POST "+api+"/webhooks/{app}/{token}", s.followUp)
 	mux.HandleFunc("POST "+api+"/channels/{c}/messages", s.createMessage)
+	mux.HandleFunc("GET "+api+"/channels/{c}/messages", s.channelMessages)
+	mux.HandleFunc("GET "+api+"/channels/{c}/messages/{m}", s.channelMessage)
 	mux.HandleFunc("PATCH "+api+"/channels/{c}/messages/{m}", s.editMessage)
 	mux.HandleFunc("POST "+api+"/channels/{c}/messages/{m}/threads", s.startThread)
 	mux.HandleFunc("POST "+api+"/channels/{c}/typing", s.typing)

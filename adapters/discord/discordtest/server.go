@@ -1,6 +1,7 @@
 // Package discordtest is a fake Discord for tests: the REST routes a bot
 // uses (interaction callbacks, webhook edits of @original and follow-ups,
-// channel messages, threads, typing, command registration) and the gateway
+// channel messages, reading a channel's history and one message, threads,
+// typing, command registration) and the gateway
 // over a websocket (HELLO, IDENTIFY, READY, heartbeat ACK, RESUME with
 // replay, op 7 reconnect, op 9 invalid session, dropped sockets, dispatch of
 // MESSAGE_CREATE and INTERACTION_CREATE).
@@ -19,6 +20,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,6 +81,13 @@ type Message struct {
 	Content   string
 	Flags     int
 	AuthorID  string
+	// Type is the message type: 0 default, 19 a reply.
+	Type int
+	// Mentions and MentionRoles are the user and role ids a user's
+	// message mentions; Attachments its files (Post).
+	Mentions     []string
+	MentionRoles []string
+	Attachments  []Attachment
 	// Interaction is the id of the interaction whose webhook posted it
 	// (the original response or a follow-up); empty for channel messages.
 	Interaction string
@@ -116,6 +125,7 @@ type script429 struct {
 	status     int  // not 429: answer this status instead
 	late       bool // the request takes effect (landed) or is held (hang) first; see Fail
 	landed     bool
+	until      <-chan struct{} // held until closed, then served
 }
 
 // Server is the fake Discord. Create it with New; Close it when done.
@@ -133,6 +143,8 @@ type Server struct {
 	byToken      map[string]*Interaction
 	dms          map[string]bool
 	threads      map[string]string // thread channel id -> parent channel id
+	users        map[string]user   // the users who posted, by id: their names for author and mentions
+	noHistory    map[string]bool   // channels where the bot lacks Read Message History
 	commands     map[string][]map[string]any
 	files        map[string][]byte
 	window       map[string][]time.Time
@@ -177,6 +189,8 @@ func New(opts Options) *Server {
 		byToken:      map[string]*Interaction{},
 		dms:          map[string]bool{},
 		threads:      map[string]string{},
+		users:        map[string]user{},
+		noHistory:    map[string]bool{},
 		commands:     map[string][]map[string]any{},
 		files:        map[string][]byte{},
 		window:       map[string][]time.Time{},
@@ -261,6 +275,9 @@ type Failure struct {
 	// Landed lets the request take effect (a message is created, edited,
 	// ...) before it fails or hangs, as Discord may when it fails late.
 	Landed bool
+	// Until holds the request until it is closed (or the client gives
+	// up) and then serves it as usual: a slow platform. Status is unused.
+	Until <-chan struct{}
 }
 
 // Fail makes the next n requests matching route answer with f, before any
@@ -270,6 +287,8 @@ type Failure struct {
 func (s *Server) Fail(route string, n int, f Failure) {
 	sc := &script429{match: routeMatch(route), left: n, retryAfter: f.RetryAfter, global: f.Global}
 	switch {
+	case f.Until != nil:
+		sc.late, sc.until = true, f.Until
 	case f.Landed || f.Hang:
 		sc.late, sc.landed = true, f.Landed
 		if !f.Hang {
@@ -316,6 +335,14 @@ func (s *Server) late(next http.Handler) http.Handler {
 		s.mu.Unlock()
 		if sc == nil {
 			next.ServeHTTP(w, r)
+			return
+		}
+		if sc.until != nil {
+			select {
+			case <-sc.until:
+				next.ServeHTTP(w, r)
+			case <-r.Context().Done():
+			}
 			return
 		}
 		if sc.landed {
@@ -369,7 +396,8 @@ func (s *Server) RateLimited() int {
 	return s.rateLimited
 }
 
-// Messages returns copies of the live messages in channel, oldest first.
+// Messages returns copies of the bot's live messages in channel, oldest
+// first (users' messages are not among them; see View.Posted).
 func (s *Server) Messages(channel string) []Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -405,8 +433,37 @@ func (s *Server) Commands(scope string) []map[string]any {
 // View reads the server's state inside Wait.
 type View struct{ s *Server }
 
-// Messages returns copies of the live messages in channel, oldest first.
+// Messages returns copies of the bot's live messages in channel, oldest
+// first.
 func (v View) Messages(channel string) []Message {
+	var out []Message
+	for _, id := range v.s.order {
+		if m := v.s.messages[id]; m.ChannelID == channel && !m.Deleted && m.AuthorID == v.s.opts.BotUserID {
+			c := *m
+			c.History = append([]string(nil), m.History...)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// All returns copies of every message of the bot not deleted, in posting
+// order.
+func (v View) All() []Message {
+	var out []Message
+	for _, id := range v.s.order {
+		if m := v.s.messages[id]; !m.Deleted && m.AuthorID == v.s.opts.BotUserID {
+			c := *m
+			c.History = append([]string(nil), m.History...)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Posted returns copies of every live message in channel, the users' and
+// the bot's, oldest first.
+func (v View) Posted(channel string) []Message {
 	var out []Message
 	for _, id := range v.s.order {
 		if m := v.s.messages[id]; m.ChannelID == channel && !m.Deleted {
@@ -418,20 +475,7 @@ func (v View) Messages(channel string) []Message {
 	return out
 }
 
-// All returns copies of every message not deleted, in posting order.
-func (v View) All() []Message {
-	var out []Message
-	for _, id := range v.s.order {
-		if m := v.s.messages[id]; !m.Deleted {
-			c := *m
-			c.History = append([]string(nil), m.History...)
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// Message returns a copy of message id.
+// Message returns a copy of message id (the bot's or a user's).
 func (v View) Message(id string) (Message, bool) {
 	m, ok := v.s.messages[id]
 	if !ok {
@@ -604,12 +648,29 @@ func (s *Server) botAuth(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// messageJSON is the wire form of m. Call with s.mu held.
+// messageJSON is the wire form of m, as REST answers it: a reply carries
+// the message it replies to as referenced_message (one level deep; null
+// once that message is deleted). Call with s.mu held.
 func (s *Server) messageJSON(m *Message) map[string]any {
+	out := s.wireMessage(m)
+	if m.ReplyTo != "" {
+		if ref := s.messages[m.ReplyTo]; ref != nil && !ref.Deleted {
+			out["referenced_message"] = s.wireMessage(ref)
+		} else {
+			out["referenced_message"] = nil
+		}
+	}
+	return out
+}
+
+// wireMessage is m without its referenced message. Call with s.mu held.
+func (s *Server) wireMessage(m *Message) map[string]any {
 	out := map[string]any{
 		"id": m.ID, "channel_id": m.ChannelID, "content": m.Content, "flags": m.Flags,
-		"timestamp": m.At.UTC().Format(time.RFC3339Nano), "type": 0,
-		"author": map[string]any{"id": m.AuthorID, "username": s.opts.BotName, "bot": m.AuthorID == s.opts.BotUserID},
+		"timestamp": m.At.UTC().Format(time.RFC3339Nano), "type": m.Type,
+		"author":   s.userJSON(m.AuthorID),
+		"mentions": []any{}, "mention_roles": []string{}, "attachments": []any{}, "embeds": []any{},
+		"mention_everyone": strings.Contains(m.Content, "@everyone") || strings.Contains(m.Content, "@here"),
 	}
 	if m.GuildID != "" {
 		out["guild_id"] = m.GuildID
@@ -617,6 +678,40 @@ func (s *Server) messageJSON(m *Message) map[string]any {
 	if m.ReplyTo != "" {
 		out["type"] = 19
 		out["message_reference"] = map[string]any{"message_id": m.ReplyTo, "channel_id": m.ChannelID}
+	}
+	mentions := []any{}
+	for _, u := range m.Mentions {
+		mentions = append(mentions, s.userJSON(u))
+	}
+	out["mentions"] = mentions
+	if m.MentionRoles != nil {
+		out["mention_roles"] = m.MentionRoles
+	}
+	atts := []any{}
+	for i, a := range m.Attachments {
+		key := m.ID + "/" + strconv.Itoa(i)
+		atts = append(atts, map[string]any{
+			"id": m.ID + strconv.Itoa(i), "filename": a.Name, "size": len(a.Data),
+			"url": s.hs.URL + "/attachments/" + key + "/" + url.PathEscape(a.Name),
+		})
+	}
+	out["attachments"] = atts
+	return out
+}
+
+// userJSON is the user object of id: the bot, or a user as Post last saw
+// them ("user<id>" for one never seen). Call with s.mu held.
+func (s *Server) userJSON(id string) map[string]any {
+	if id == s.opts.BotUserID {
+		return map[string]any{"id": id, "username": s.opts.BotName, "global_name": nil, "bot": true}
+	}
+	u, ok := s.users[id]
+	if !ok {
+		u.name = "user" + id
+	}
+	out := map[string]any{"id": id, "username": u.name, "global_name": nil, "bot": u.bot}
+	if u.global != "" {
+		out["global_name"] = u.global
 	}
 	return out
 }
