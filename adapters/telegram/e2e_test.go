@@ -28,8 +28,10 @@ type stack struct {
 	allow []string // default telegram:42
 	// queueDepth is the dispatcher's QueueDepth (its default when 0).
 	queueDepth int
-	opts       Options
-	bot        *bottest.Bot
+	// context is the dispatcher's chat context (off when zero).
+	context core.ContextLimits
+	opts    Options
+	bot     *bottest.Bot
 }
 
 func newStack(t testing.TB, fake telegramtest.Options) *stack {
@@ -45,7 +47,7 @@ func (st *stack) up() *Adapter {
 	t := st.t
 	st.bot = bottest.New(t, bottest.Options{
 		DB: st.db, Workspace: st.dir, AgentLog: st.log, Scope: st.scope, Allow: st.allow, MaxConcurrent: 100,
-		Tune: func(o *core.Options) { o.QueueDepth = st.queueDepth },
+		Tune: func(o *core.Options) { o.QueueDepth, o.Context = st.queueDepth, st.context },
 	})
 	opts := st.opts
 	opts.Token, opts.APIURL, opts.State = st.s.Token(), st.s.URL, st.bot.Store

@@ -31,10 +31,7 @@ func (a *Adapter) normalize(u tgbotapi.Update, x extra) (core.Message, []file, b
 	if text == "" {
 		text, ents = msg.Caption, msg.CaptionEntities
 	}
-	var thread int64
-	if x.Message != nil && x.Message.IsTopicMessage {
-		thread = x.Message.MessageThreadID
-	}
+	thread := x.thread()
 	mentioned := false
 	// In a forum topic every message replies to the topic's first message;
 	// that is not a reply to the bot.

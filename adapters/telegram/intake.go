@@ -102,9 +102,11 @@ func (in *intake) take(id int64, raw json.RawMessage) bool {
 	}
 	m, files, ok := in.a.normalize(u, x)
 	if !ok {
+		in.a.overhear(u, x) // only messages for the bot start turns
 		in.done(id)
 		return false
 	}
+	in.a.noteReply(m, u.Message, x)
 	l := lane{chat: m.Channel, urgent: core.Overtakes(m.Text)}
 	if len(files) > 0 && !core.Admitted(in.h, m) {
 		files = nil // a stranger's files are not fetched: the message is refused

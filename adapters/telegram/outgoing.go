@@ -18,9 +18,10 @@ import (
 // to.Thread when set; as a reply to to.ReplyTo in groups, so the answer is
 // tied to the question). It waits for the chat's and the bot's budget: a
 // new answer or notice first, a continuation (to.Continues) with final
-// texts. Text that Telegram measures over 4,096 units (the streamer splits
-// before that; this is a guard) goes out as several messages; the last
-// one's reference is returned.
+// texts. A new answer or notice in a group marks where the bot last
+// answered there (see History). Text that Telegram measures over 4,096
+// units (the streamer splits before that; this is a guard) goes out as
+// several messages; the last one's reference is returned.
 func (a *Adapter) Send(ctx context.Context, to core.Place, markdown string) (core.MessageRef, error) {
 	chat, err := parseID(to.Channel)
 	if err != nil {
@@ -52,7 +53,22 @@ func (a *Adapter) Send(ctx context.Context, to core.Place, markdown string) (cor
 		}
 		ref.Thread = to.Thread
 	}
+	if !to.Continues && chat < 0 {
+		a.answeredIn(chat, to, ref)
+	}
 	return ref, nil
+}
+
+// answeredIn forgets the messages seen in the group before the one the
+// bot just answered (to.ReplyTo; without one, before the answer itself):
+// they were that turn's chat context, or older.
+func (a *Adapter) answeredIn(chat int64, to core.Place, ref core.MessageRef) {
+	thread, _ := strconv.ParseInt(to.Thread, 10, 64)
+	mark, err := strconv.Atoi(to.ReplyTo)
+	if err != nil || mark <= 0 {
+		mark, _ = strconv.Atoi(ref.ID)
+	}
+	a.seen.answered(place{chat, thread}, mark)
 }
 
 // Edit replaces the text of msg; the streamer uses it for final texts,

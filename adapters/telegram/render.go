@@ -42,9 +42,9 @@ func utf16Len(s string) int {
 // render turns Markdown into Telegram HTML by walking goldmark's tree. It
 // emits only the tags Telegram accepts (b, i, s, code, pre, a, blockquote),
 // nested as Telegram allows; lists become text bullets, headings bold,
-// tables a preformatted block. Text is escaped (&, <, >) and @mentions are
-// defused with a word joiner so an answer never pings anyone. The result
-// is never empty: blank Markdown renders as "…".
+// tables a preformatted block. Text is escaped (&, <, >), @mentions are
+// defused with a word joiner and links to users (tg://user?id=) become
+// their text, so an answer never pings anyone. The result is never empty: blank Markdown renders as "…".
 func render(md string) rendered {
 	src := []byte(md)
 	doc := markdown.Parser().Parse(text.NewReader(src))
@@ -371,8 +371,14 @@ func (w *writer) link(dest string, n ast.Node) {
 	w.inLink = false
 }
 
+// linkable reports whether u is a link Telegram opens, other than a link
+// to a user: Telegram makes "tg://user?id=" an inline mention, which
+// notifies the user, and an answer never pings anyone.
 func linkable(u string) bool {
-	l := strings.ToLower(u)
+	l := strings.ToLower(strings.TrimSpace(u))
+	if strings.HasPrefix(l, "tg://user") {
+		return false
+	}
 	for _, p := range []string{"https://", "http://", "tg://", "mailto:"} {
 		if strings.HasPrefix(l, p) && len(l) > len(p) {
 			return !strings.ContainsAny(u, " \n\t")

@@ -36,6 +36,7 @@ func TestRender(t *testing.T) {
 		{"raw html shown", "a <span>b</span>", "a &lt;span&gt;b&lt;/span&gt;"},
 		{"mention defused", "ask @alice", "ask @\u2060alice"},
 		{"mention kept in code", "`@alice`", "<code>@alice</code>"},
+		{"user link defused", "[Ann](tg://user?id=42) and [x]( TG://User?id=7)", "Ann and x"},
 		{"hr", "a\n\n---\n\nb", "a\n\n——————\n\nb"},
 		{"blank", "  \n ", "…"},
 	}

@@ -61,6 +61,7 @@ type Options struct {
 	MaxUpload int64
 
 	callTimeout time.Duration // tests: bounds one attempt of a call; default callTimeout
+	seen        seenLimits    // tests: bounds the group messages kept; default defaultSeen
 }
 
 // Adapter is the Telegram core.Adapter. Create it with New; Start runs
@@ -74,6 +75,8 @@ type Adapter struct {
 	budget *budget
 	retry  retry.Policy
 
+	seen *seen // the group messages seen, for History
+
 	ready chan struct{} // closed once api and self are set
 	api   caller
 	self  tgbotapi.User
@@ -85,6 +88,7 @@ var (
 	_ core.Drafter      = (*Adapter)(nil)
 	_ core.Uploader     = (*Adapter)(nil)
 	_ core.LatestEditor = (*Adapter)(nil)
+	_ core.Historian    = (*Adapter)(nil)
 )
 
 // ErrUnauthorized means Telegram refused the bot token.
@@ -131,6 +135,7 @@ func New(opts Options) (*Adapter, error) {
 		base:   strings.TrimRight(opts.APIURL, "/"),
 		client: client,
 		budget: newBudget(opts.PrivateInterval, opts.GroupInterval, opts.GlobalPerSecond, opts.GlobalBurst),
+		seen:   newSeen(opts.seen),
 		ready:  make(chan struct{}),
 	}, nil
 }
@@ -217,7 +222,20 @@ type extra struct {
 	Message *struct {
 		MessageThreadID int64 `json:"message_thread_id"`
 		IsTopicMessage  bool  `json:"is_topic_message"`
+		// Quote is the part of reply_to_message the reply quoted.
+		Quote *struct {
+			Text string `json:"text"`
+		} `json:"quote"`
 	} `json:"message"`
+}
+
+// thread is the forum topic the message is in; 0 outside topics (and in
+// the General topic, whose messages carry none).
+func (x extra) thread() int64 {
+	if x.Message != nil && x.Message.IsTopicMessage {
+		return x.Message.MessageThreadID
+	}
+	return 0
 }
 
 // poll runs getUpdates until ctx is done, handing each update to an intake,

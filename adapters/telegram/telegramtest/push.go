@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 )
 
 // User is a Telegram user who writes to the bot.
@@ -45,7 +46,7 @@ type Document struct {
 
 // Pushed names what Push created.
 type Pushed struct {
-	UpdateID  int64
+	UpdateID  int64 // 0 when the bot gets no update for it (PrivacyMode)
 	MessageID int64
 }
 
@@ -155,12 +156,39 @@ func (s *Server) Push(m Incoming) Pushed {
 		key = "edited_message"
 		out["edit_date"] = time.Now().Unix()
 	}
+	if s.opts.PrivacyMode && c.typ != "private" && !s.forBot(m.Text, replied) {
+		s.notifyLocked()
+		return Pushed{MessageID: msg.ID} // posted, but the bot does not see it
+	}
 	s.nextUpd++
 	upd, _ := json.Marshal(map[string]any{"update_id": s.nextUpd, key: out})
 	s.updates = append(s.updates, upd)
 	s.updateIDs = append(s.updateIDs, s.nextUpd)
 	s.notifyLocked()
 	return Pushed{UpdateID: s.nextUpd, MessageID: msg.ID}
+}
+
+// forBot reports whether a group message with text, replying to replied
+// (nil: none), reaches the bot in privacy mode.
+func (s *Server) forBot(text string, replied *Message) bool {
+	if replied != nil && replied.FromBot {
+		return true
+	}
+	if cmd := commandRE.FindString(text); cmd != "" {
+		_, bot, named := strings.Cut(cmd, "@")
+		return !named || strings.EqualFold(bot, s.opts.BotUsername)
+	}
+	for _, e := range entities(text) {
+		if e["type"] != "mention" {
+			continue
+		}
+		units := utf16.Encode([]rune(text))
+		off, n := e["offset"].(int), e["length"].(int)
+		if strings.EqualFold(string(utf16.Decode(units[off:off+n])), "@"+s.opts.BotUsername) {
+			return true
+		}
+	}
+	return false
 }
 
 // userJSON is the Bot API's User object for u.

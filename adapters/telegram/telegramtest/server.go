@@ -37,6 +37,12 @@ type Options struct {
 	// chat's own budget refused it, every call into that chat is refused
 	// until retry_after has passed, as Telegram does.
 	EnforceRates bool
+	// PrivacyMode is Telegram's default for bots: in a group the bot gets
+	// only the messages for it (a command, bare or /cmd@thisbot, a
+	// mention of it, a reply to its message); the others are posted in the
+	// chat, where they can be replied to, but reach no update. Off: the
+	// bot gets every message, as after BotFather's /setprivacy Disable.
+	PrivacyMode bool
 	// PerChatInterval refills a chat's bucket, which holds PerChatBurst
 	// tokens: default one call a second, burst 1.
 	PerChatInterval time.Duration

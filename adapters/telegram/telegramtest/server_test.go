@@ -409,3 +409,39 @@ func TestSentMessagesNameWhomTheyNotify(t *testing.T) {
 		}
 	}
 }
+
+func TestPrivacyModeDeliversOnlyWhatIsForTheBot(t *testing.T) {
+	s := New(t, Options{PrivacyMode: true})
+	bob := User{ID: 7, FirstName: "Bob"}
+	chatter := s.PushGroup(-4, bob, "just chatting with @carol")
+	bot := call(t, s, "sendMessage", url.Values{"chat_id": {"-4"}, "text": {"an answer"}})
+	var sent struct {
+		MessageID int64 `json:"message_id"`
+	}
+	_ = json.Unmarshal(bot.Result, &sent)
+	for _, tc := range []struct {
+		p    Pushed
+		want bool
+	}{
+		{chatter, false},
+		{s.PushGroup(-4, bob, "hey @Golem_Bot look"), true},
+		{s.PushGroup(-4, bob, "/status"), true},
+		{s.PushGroup(-4, bob, "/status@golem_bot"), true},
+		{s.PushGroup(-4, bob, "/status@other_bot"), false},
+		{s.PushReply(-4, bob, sent.MessageID, "thanks"), true},
+		{s.PushReply(-4, bob, chatter.MessageID, "me too"), false},
+		{s.PushPrivate(bob, "hello"), true},
+	} {
+		if got := tc.p.UpdateID != 0; got != tc.want {
+			t.Errorf("message %d delivered = %v, want %v", tc.p.MessageID, got, tc.want)
+		}
+	}
+	if n := len(s.Messages(-4)); n != 8 {
+		t.Errorf("%d messages in the group, want every one posted (8)", n)
+	}
+	var a struct{ Result []json.RawMessage }
+	_ = json.Unmarshal(call(t, s, "getUpdates", url.Values{}).Result, &a.Result)
+	if len(a.Result) != 5 {
+		t.Errorf("%d updates, want 5", len(a.Result))
+	}
+}
