@@ -16,6 +16,7 @@ import (
 type EventQueue struct {
 	mu     sync.Mutex
 	events []parser.Event
+	spare  []parser.Event // what Take returned last: events' next buffer
 	closed bool
 	ready  chan struct{} // capacity 1: a push happened since the last take
 }
@@ -45,10 +46,14 @@ func (q *EventQueue) Push(es ...parser.Event) {
 func (q *EventQueue) Ready() <-chan struct{} { return q.ready }
 
 // Take returns the queued events, oldest first, and empties the queue.
+// The slice is the taker's until it calls Take again, which reuses its
+// memory for later events, so that a stream's batches do not each
+// allocate.
 func (q *EventQueue) Take() []parser.Event {
 	q.mu.Lock()
 	out := q.events
-	q.events = nil
+	clear(q.spare) // the taker is done with it
+	q.events, q.spare = q.spare[:0], out
 	q.mu.Unlock()
 	return out
 }
@@ -57,6 +62,6 @@ func (q *EventQueue) Take() []parser.Event {
 func (q *EventQueue) Close() {
 	q.mu.Lock()
 	q.closed = true
-	q.events = nil
+	q.events, q.spare = nil, nil
 	q.mu.Unlock()
 }

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,7 +16,7 @@ func nextAll(t *testing.T, r *engine.Run) [][]parser.Event {
 	t.Helper()
 	var out [][]parser.Event
 	for batch := r.Next(); batch != nil; batch = r.Next() {
-		out = append(out, batch)
+		out = append(out, slices.Clone(batch)) // Next reuses the batch's memory
 	}
 	var flat []parser.Event
 	for _, b := range out {

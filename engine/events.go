@@ -28,12 +28,13 @@ const coalesce = 4 * time.Millisecond
 type Run struct {
 	mu      sync.Mutex
 	pending []parser.Event
-	ended   bool          // the terminal event is pending or taken
-	taken   bool          // and has been taken
-	ready   chan struct{} // capacity 1: something to take since the last Next
-	hold    time.Duration // see coalesce; 0 for in-process runs
-	woke    time.Time     // when the consumer was last woken
-	timer   *time.Timer   // a held wake-up, or nil
+	spare   []parser.Event // the batch Next returned last: pending's next buffer
+	ended   bool           // the terminal event is pending or taken
+	taken   bool           // and has been taken
+	ready   chan struct{}  // capacity 1: something to take since the last Next
+	hold    time.Duration  // see coalesce; 0 for in-process runs
+	woke    time.Time      // when the consumer was last woken
+	timer   *time.Timer    // a held wake-up, or nil
 
 	exited  chan struct{}
 	ctx     context.Context // the run's; Events drops what is unread once it is done
@@ -52,12 +53,17 @@ func newRun(ctx context.Context, hold time.Duration) *Run {
 // The batch that holds the terminal event (parser.Done or parser.Error)
 // ends with it, and after it Next returns nil at once. The run never waits
 // for Next: what the CLI prints waits in memory until it is taken.
+//
+// The batch is the caller's (to filter in place, say) until it calls Next
+// again, which reuses its memory for a later batch, so that a run's
+// batches do not each allocate.
 func (r *Run) Next() []parser.Event {
 	for {
 		r.mu.Lock()
 		if len(r.pending) > 0 {
 			out := r.pending
-			r.pending = nil
+			clear(r.spare) // the caller is done with it
+			r.pending, r.spare = r.spare[:0], out
 			r.taken = r.ended
 			r.mu.Unlock()
 			return out

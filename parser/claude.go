@@ -38,6 +38,7 @@ import (
 type ClaudeCode struct {
 	sessionID string  // from system/init, for a result without one
 	scratch   []block // the blocks of the line being parsed
+	results   results // the events Parse returns
 
 	// The message whose stream_event deltas are being received, and per
 	// content block index the text streamed so far. An assistant line of
@@ -85,7 +86,7 @@ type claudeLine struct {
 	request   []byte // raw object
 }
 
-// Parse implements Parser. The returned slice is the caller's.
+// Parse implements Parser.
 func (p *ClaudeCode) Parse(line []byte) []Event {
 	var l claudeLine
 	events := p.parse(line, &l)
@@ -157,11 +158,13 @@ func (p *ClaudeCode) parse(line []byte, l *claudeLine) []Event {
 	case "stream_event":
 		return p.streamEvent(l)
 	case "result":
-		return []Event{p.result(l)}
+		return p.results.one(p.result(l))
 	case "system":
 		return p.system(l)
 	case "control_request":
-		return controlRequest(l.requestID, l.request)
+		if e, ok := controlRequest(l.requestID, l.request); ok {
+			return p.results.one(e)
+		}
 	}
 	return nil
 }
@@ -169,7 +172,7 @@ func (p *ClaudeCode) parse(line []byte, l *claudeLine) []Event {
 func (p *ClaudeCode) system(l *claudeLine) []Event {
 	rememberInit(&p.sessionID, l.subtype, l.sessionID)
 	if l.subtype.Is("api_retry") {
-		return []Event{{Type: Warning, Message: retryMessage(l)}}
+		return p.results.one(Event{Type: Warning, Message: retryMessage(l)})
 	}
 	return nil
 }
@@ -269,7 +272,7 @@ func (p *ClaudeCode) assistant(l *claudeLine) []Event {
 	if l.message.content.set { // a plain string content is one text block
 		blocks = []block{{typ: jstr{raw: []byte("text"), set: true}, text: l.message.content}}
 	}
-	var events []Event
+	events := p.results.start()
 	for i := range blocks {
 		b := &blocks[i]
 		switch {
@@ -288,7 +291,7 @@ func (p *ClaudeCode) assistant(l *claudeLine) []Event {
 			events = append(events, Event{Type: ToolCall, ID: b.id.String(), Name: b.name.String(), Args: objectOrEmpty(b.input)})
 		}
 	}
-	return events
+	return p.results.keep(events)
 }
 
 // unstreamed returns the part of the next text block of the streamed
@@ -318,14 +321,14 @@ func (p *ClaudeCode) unstreamed(text string) string {
 // user turns the tool_result blocks of a user message into events. A
 // user message whose content is a plain string is the prompt echoed back.
 func (p *ClaudeCode) user(l *claudeLine) []Event {
-	var events []Event
+	events := p.results.start()
 	for i := range l.message.blocks {
 		b := &l.message.blocks[i]
 		if b.typ.Is("tool_result") {
 			events = append(events, Event{Type: ToolResult, ID: b.toolUseID.String(), Content: resultContent(b), IsError: b.isError})
 		}
 	}
-	return events
+	return p.results.keep(events)
 }
 
 // resultContent reads a tool_result's content: a string, or an array of
@@ -417,7 +420,7 @@ func (p *ClaudeCode) streamEvent(l *claudeLine) []Event {
 			b.text = true
 			b.streamed = append(b.streamed, text...)
 		}
-		return []Event{{Type: Text, Content: text}}
+		return p.results.one(Event{Type: Text, Content: text})
 	}
 	return nil
 }

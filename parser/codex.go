@@ -40,7 +40,8 @@ type Codex struct {
 	resume   string // the session the run resumes ("" for a new one)
 	texted   bool   // an agent_message was delivered
 	started  map[string]bool
-	pending  string // a top-level error message not yet delivered
+	pending  string  // a top-level error message not yet delivered
+	results  results // the events Parse returns
 }
 
 // NewCodex returns a parser for one Codex run that starts a new thread.
@@ -74,13 +75,13 @@ type codexItem struct {
 	query                  jstr
 }
 
-// Parse implements Parser. The returned slice is the caller's.
+// Parse implements Parser.
 func (p *Codex) Parse(line []byte) []Event {
 	var l codexLine
 	if !p.decode(line, &l) {
 		return nil
 	}
-	var events []Event
+	events := p.results.start()
 	if p.pending != "" && !l.typ.Is("turn.failed") {
 		events = append(events, Event{Type: Warning, Message: p.pending})
 		p.pending = ""
@@ -118,7 +119,7 @@ func (p *Codex) Parse(line []byte) []Event {
 		p.pending = ""
 		events = append(events, Event{Type: Error, Message: msg})
 	}
-	return events
+	return p.results.keep(events)
 }
 
 func (p *Codex) decode(line []byte, l *codexLine) bool {

@@ -33,6 +33,7 @@ import (
 type Cursor struct {
 	sessionID string  // from system/init, for a result without one
 	scratch   []block // the blocks of the line being parsed
+	results   results // the events Parse returns
 
 	seg       []byte // text delivered since the current segment began
 	segDeltas int    // assistant lines that delivered it
@@ -60,7 +61,7 @@ type cursorLine struct {
 	modelCallID  bool // model_call_id present: Cursor marks summaries so
 }
 
-// Parse implements Parser. The returned slice is the caller's.
+// Parse implements Parser.
 func (p *Cursor) Parse(line []byte) []Event {
 	var l cursorLine
 	events := p.parse(line, &l)
@@ -115,7 +116,7 @@ func (p *Cursor) parse(line []byte, l *cursorLine) []Event {
 	case "tool_call":
 		return p.toolCall(l)
 	case "result":
-		return []Event{p.result(l)}
+		return p.results.one(p.result(l))
 	case "system":
 		rememberInit(&p.sessionID, l.subtype, l.sessionID)
 	}
@@ -139,7 +140,7 @@ func (p *Cursor) assistant(l *cursorLine) []Event {
 	p.closed = p.closed[:0]
 	p.seg = append(p.seg, text...)
 	p.segDeltas++
-	return []Event{{Type: Text, Content: text}}
+	return p.results.one(Event{Type: Text, Content: text})
 }
 
 // joinText concatenates the text blocks of blocks.
@@ -270,10 +271,10 @@ func (p *Cursor) toolCall(l *cursorLine) []Event {
 		if arguments != "" {
 			e.Args = argumentsObject(arguments)
 		}
-		return []Event{e}
+		return p.results.one(e)
 	}
 	content, isErr := toolResult(result)
-	return []Event{{Type: ToolResult, ID: l.callID, Content: content, IsError: isErr}}
+	return p.results.one(Event{Type: ToolResult, ID: l.callID, Content: content, IsError: isErr})
 }
 
 // argumentsObject turns a function call's arguments string into the args

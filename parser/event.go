@@ -344,6 +344,11 @@ func appendJSONString(b []byte, s string) []byte {
 // more events. Parsers never return an error: unknown types, unknown fields
 // and non-JSON lines are skipped. A Parser holds per-run state; create one
 // per run. Not safe for concurrent use.
+//
+// The returned slice is the parser's and is reused by the next Parse, so
+// that a line costs no slice: use or copy the events before parsing the
+// next line. The events themselves are the caller's; nothing in them
+// aliases line or the parser.
 type Parser interface {
 	Parse(line []byte) []Event
 }

@@ -23,7 +23,8 @@ import "strings"
 //   - anything unknown: skipped.
 type Gemini struct {
 	sessionID string
-	seg       []byte // assistant text since the last tool event
+	seg       []byte  // assistant text since the last tool event
+	results   results // the events Parse returns
 }
 
 // NewGemini returns a parser for one Gemini CLI run.
@@ -40,7 +41,7 @@ type geminiLine struct {
 	message            jstr
 }
 
-// Parse implements Parser. The returned slice is the caller's.
+// Parse implements Parser.
 func (p *Gemini) Parse(line []byte) []Event {
 	line, ok := jsonLine(line)
 	if !ok {
@@ -93,20 +94,20 @@ func (p *Gemini) Parse(line []byte) []Event {
 		return p.message(&l)
 	case "tool_use":
 		p.seg = p.seg[:0]
-		return []Event{{Type: ToolCall, ID: l.toolID.String(), Name: l.toolName.String(), Args: objectOrEmpty(l.parameters)}}
+		return p.results.one(Event{Type: ToolCall, ID: l.toolID.String(), Name: l.toolName.String(), Args: objectOrEmpty(l.parameters)})
 	case "tool_result":
 		p.seg = p.seg[:0]
 		res := Event{Type: ToolResult, ID: l.toolID.String(), IsError: !l.status.Is("success"), Content: messageOf(l.errorRaw)}
 		if res.Content == "" {
 			res.Content = errorText(l.output)
 		}
-		return []Event{res}
+		return p.results.one(res)
 	case "error":
 		if msg := l.message.String(); msg != "" {
-			return []Event{{Type: Warning, Message: msg}}
+			return p.results.one(Event{Type: Warning, Message: msg})
 		}
 	case "result":
-		return []Event{p.result(&l)}
+		return p.results.one(p.result(&l))
 	}
 	return nil
 }
@@ -124,7 +125,7 @@ func (p *Gemini) message(l *geminiLine) []Event {
 		return nil // the whole message after its deltas
 	}
 	p.seg = append(p.seg, text...)
-	return []Event{{Type: Text, Content: text}}
+	return p.results.one(Event{Type: Text, Content: text})
 }
 
 func (p *Gemini) result(l *geminiLine) Event {

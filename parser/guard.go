@@ -15,7 +15,8 @@ type Guard struct {
 func NewGuard(p Parser) *Guard { return &Guard{p: p} }
 
 // Parse parses one line with the wrapped parser and returns its events,
-// cut after the run's first terminal event. After that it returns nil.
+// cut after the run's first terminal event. After that it returns nil. As
+// with any Parser, the slice is valid until the next Parse.
 func (g *Guard) Parse(line []byte) []Event {
 	if g.ended {
 		return nil

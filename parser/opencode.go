@@ -36,8 +36,9 @@ type OpenCode struct {
 	costSeen   bool
 	in, out    int64
 	tokensSeen bool
-	first      int64 // timestamp of the first line, ms
-	finished   int64 // timestamp of the last step_finish, ms
+	first      int64   // timestamp of the first line, ms
+	finished   int64   // timestamp of the last step_finish, ms
+	results    results // the events Parse returns
 }
 
 var _ Ender = (*OpenCode)(nil)
@@ -60,7 +61,7 @@ type opencodePart struct {
 	cost                       []byte
 }
 
-// Parse implements Parser. The returned slice is the caller's.
+// Parse implements Parser.
 func (p *OpenCode) Parse(line []byte) []Event {
 	line, ok := jsonLine(line)
 	if !ok {
@@ -104,13 +105,13 @@ func (p *OpenCode) Parse(line []byte) []Event {
 			text = "\n\n" + text
 		}
 		p.texted = true
-		return []Event{{Type: Text, Content: text}}
+		return p.results.one(Event{Type: Text, Content: text})
 	case "tool_use":
-		return openCodeTool(&l.part)
+		return p.results.keep(openCodeTool(&l.part, p.results.start()))
 	case "step_finish":
 		p.stepFinished(&l)
 	case "error":
-		return []Event{{Type: Error, Message: openCodeError(l.errorRaw)}}
+		return p.results.one(Event{Type: Error, Message: openCodeError(l.errorRaw)})
 	}
 	return nil
 }
@@ -143,11 +144,11 @@ func readOpenCodePart(r *reader, pt *opencodePart) {
 	}
 }
 
-// openCodeTool turns a finished tool part into its call and its result.
-func openCodeTool(pt *opencodePart) []Event {
+// openCodeTool appends a finished tool part's call and result to events.
+func openCodeTool(pt *opencodePart, events []Event) []Event {
 	id := pt.callID.String()
 	if id == "" && !pt.tool.set {
-		return nil // not a tool part
+		return events // not a tool part
 	}
 	var input []byte
 	var status, output, errMsg string
@@ -176,7 +177,7 @@ func openCodeTool(pt *opencodePart) []Event {
 	if status == "error" && errMsg != "" {
 		res.Content = errMsg
 	}
-	return []Event{{Type: ToolCall, ID: id, Name: pt.tool.String(), Args: objectOrEmpty(input)}, res}
+	return append(events, Event{Type: ToolCall, ID: id, Name: pt.tool.String(), Args: objectOrEmpty(input)}, res)
 }
 
 // metadataExit reads metadata.exit (a bash tool's exit code; 0 when absent).

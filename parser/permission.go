@@ -38,7 +38,7 @@ const (
 // what "allow for this session" sends back) and an AskUserQuestion's
 // questions (Questions), nil when it has neither.
 // Other control requests, and one without an id or tool, give no event.
-func controlRequest(requestID jstr, raw []byte) []Event {
+func controlRequest(requestID jstr, raw []byte) (Event, bool) {
 	var req struct {
 		Subtype     string          `json:"subtype"`
 		ToolName    string          `json:"tool_name"`
@@ -46,11 +46,11 @@ func controlRequest(requestID jstr, raw []byte) []Event {
 		Suggestions json.RawMessage `json:"permission_suggestions"`
 	}
 	if len(raw) == 0 || json.Unmarshal(raw, &req) != nil || req.Subtype != "can_use_tool" {
-		return nil
+		return Event{}, false
 	}
 	id := requestID.String()
 	if id == "" || req.ToolName == "" {
-		return nil
+		return Event{}, false
 	}
 	var perm Permission
 	if s := strings.TrimSpace(string(req.Suggestions)); strings.HasPrefix(s, "[") && s != "[]" {
@@ -68,5 +68,5 @@ func controlRequest(requestID jstr, raw []byte) []Event {
 	if perm.Suggestions != nil || perm.Questions != nil {
 		e.Permission = &perm
 	}
-	return []Event{e}
+	return e, true
 }
