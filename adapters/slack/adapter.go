@@ -69,6 +69,7 @@ type webAPI interface {
 	GetFileContext(ctx context.Context, url string, w io.Writer) error
 	GetConversationHistoryContext(ctx context.Context, params *slackapi.GetConversationHistoryParameters) (*slackapi.GetConversationHistoryResponse, error)
 	GetConversationRepliesContext(ctx context.Context, params *slackapi.GetConversationRepliesParameters) ([]slackapi.Message, bool, string, error)
+	GetUserInfoContext(ctx context.Context, user string, options ...slackapi.GetUserInfoOption) (*slackapi.User, error)
 	GetUploadURLExternalContext(ctx context.Context, params slackapi.GetUploadURLExternalParameters) (*slackapi.GetUploadURLExternalResponse, error)
 	UploadToURL(ctx context.Context, params slackapi.UploadToURLParameters) error
 	CompleteUploadExternalContext(ctx context.Context, params slackapi.CompleteUploadExternalParameters) (*slackapi.CompleteUploadExternalResponse, error)
@@ -86,9 +87,12 @@ type Adapter struct {
 	posts   *channelPace
 	retry   retry.Policy // tests shorten its backoff
 
-	mu      sync.Mutex
-	botUser string // the bot's user id, "U..."
-	botID   string // the bot's bot id, "B..."
+	mu          sync.Mutex
+	botUser     string // the bot's user id, "U..."
+	botID       string // the bot's bot id, "B..."
+	botUserName string // the bot's user name, as auth.test tells it
+
+	users userNames // display names for the chat context
 
 	// in hands messages on in their channel's order; made by Start, used
 	// from Start's goroutine.
@@ -191,7 +195,7 @@ func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
 		return err
 	}
 	a.mu.Lock()
-	a.botUser, a.botID = auth.UserID, auth.BotID
+	a.botUser, a.botID, a.botUserName = auth.UserID, auth.BotID, auth.User
 	a.mu.Unlock()
 	a.log.Info("slack: authenticated", "team", auth.TeamID, "bot_user", auth.UserID)
 

@@ -26,6 +26,10 @@ type botConfig struct {
 	edit  func(*Options)
 	// maxConcurrent bounds turns at once (the dispatcher's default if 0).
 	maxConcurrent int
+	// tune has the last say on the dispatcher's options.
+	tune func(*core.Options)
+	// adapter, when set, adjusts the adapter before it starts.
+	adapter func(*Adapter)
 }
 
 // startBot starts golem against fake and waits until its socket is open.
@@ -33,6 +37,7 @@ func startBot(t testing.TB, fake *slacktest.Server, agentLog string, cfg botConf
 	t.Helper()
 	b := &bot{t: t, fake: fake, Bot: bottest.New(t, bottest.Options{
 		DB: cfg.db, AgentLog: agentLog, Scope: cfg.scope, Allow: []string{"slack:U1"}, MaxConcurrent: cfg.maxConcurrent,
+		Tune: cfg.tune,
 	})}
 	opts := Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, APIURL: fake.URL,
 		Inbox: core.Inbox{Dir: t.TempDir()}, Logger: b.Log}
@@ -42,6 +47,9 @@ func startBot(t testing.TB, fake *slacktest.Server, agentLog string, cfg botConf
 	a, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if cfg.adapter != nil {
+		cfg.adapter(a)
 	}
 	connects := fake.Connects()
 	b.Start(a)

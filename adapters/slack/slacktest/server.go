@@ -1,8 +1,13 @@
 // Package slacktest is a fake Slack for tests: the Web API methods a bot
 // uses over HTTP, and Socket Mode over a websocket, on 127.0.0.1. It keeps
-// the channels' messages, records every call with its parsed arguments and
-// can be scripted to fail (429 with Retry-After, 5xx, ok:false), to drop or
-// refresh the socket, and to deliver an event twice. It enforces a
+// the channels' messages (read back with conversations.history and
+// conversations.replies, paged by cursor as Slack pages them) and the
+// workspace's users (users.info), records every call with its parsed
+// arguments and can be scripted to fail (429 with Retry-After, 5xx,
+// ok:false), to hold a call until released, to drop or refresh the socket,
+// and to deliver an event twice. Like Slack, it answers missing_scope to a
+// call that needs a scope the token lacks (SetScopes) and not_in_channel
+// where the bot is not a member (Leave). It enforces a
 // configurable chat.update budget per minute the way Slack enforces Tier 3:
 // a call over the budget gets HTTP 429 with Retry-After.
 //
@@ -58,6 +63,11 @@ type Failure struct {
 	// Hang holds the call unanswered until the client gives up (a stalled
 	// connection); Status and Error are then unused.
 	Hang bool
+	// Until holds the call until it is closed (or the client gives up),
+	// then answers it as if nothing were scripted: a slow platform. The
+	// other fields are unused. A call the client gives up on meanwhile is
+	// recorded unanswered. Holding tells how many calls are held.
+	Until <-chan struct{}
 	// Landed runs the call before answering with the fault, as Slack may
 	// when it fails late: a chat.postMessage answered 500 or left hanging
 	// has posted its message all the same.
@@ -72,9 +82,10 @@ type Message struct {
 	User      string
 	BotID     string // set on the bot's own messages
 	Text      string
-	Edits     int      // successful chat.update calls on it
-	Reactions []string // reaction names the bot added and not removed
-	Blocks    string   // the Block Kit blocks as posted or last updated (JSON); "" without
+	Edits     int              // successful chat.update calls on it
+	Reactions []string         // reaction names the bot added and not removed
+	Blocks    string           // the Block Kit blocks as posted or last updated (JSON); "" without
+	Files     []map[string]any // the files it carries, entries from AddFile
 }
 
 // Server is a running fake Slack. Its methods are safe for concurrent use.
@@ -100,6 +111,10 @@ type Server struct {
 	conns    []*wsConn
 	connects int
 	acks     map[string]Ack
+	users    map[string]User
+	scopes   []string        // the bot token's
+	left     map[string]bool // channels the bot is not in
+	holding  map[string]int  // calls held by Failure.Until, per method
 	closed   bool
 }
 
@@ -116,6 +131,10 @@ func New(opts Options) *Server {
 		pending: map[string]*file{},
 		tickets: map[string]bool{},
 		acks:    map[string]Ack{},
+		users:   map[string]User{BotUserID: {ID: BotUserID, Name: "golem", RealName: "golem", IsBot: true}},
+		scopes:  slices.Clone(DefaultScopes),
+		left:    map[string]bool{},
+		holding: map[string]int{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/{method}", s.serveAPI)
@@ -172,6 +191,13 @@ func (s *Server) Calls(method string) []Call {
 		}
 	}
 	return out
+}
+
+// Holding returns how many calls of method are held by Failure.Until now.
+func (s *Server) Holding(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.holding[method]
 }
 
 // RateLimited is how many calls, of any method, were answered 429.

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
+	"slices"
 	"testing"
 	"time"
 
@@ -210,4 +212,174 @@ func TestSocketMode(t *testing.T) {
 	}
 	cancel()
 	<-runDone
+}
+
+func TestHistoryPagesLikeSlack(t *testing.T) {
+	s := New(Options{})
+	defer s.Close()
+	ctx := context.Background()
+	api := client(s, BotToken)
+	var top []string
+	for i := range 5 {
+		top = append(top, s.AddMessage(Message{Channel: "C1", User: "U1", Text: fmt.Sprint("top ", i)}).TS)
+	}
+	parent := top[1]
+	var replies []string
+	for i := range 4 {
+		replies = append(replies, s.AddMessage(Message{Channel: "C1", ThreadTS: parent, User: "U2", Text: fmt.Sprint("reply ", i)}).TS)
+	}
+
+	// conversations.history: newest first, latest exclusive, two a page.
+	var got []string
+	cursor := ""
+	for pages := 0; ; pages++ {
+		if pages > 3 {
+			t.Fatal("history pages never end")
+		}
+		res, err := api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
+			ChannelID: "C1", Latest: top[4], Limit: 2, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range res.Messages {
+			got = append(got, m.Timestamp)
+			if m.Timestamp == parent && (m.ThreadTimestamp != parent || m.ReplyCount != 4) {
+				t.Errorf("a thread's parent in history = %+v, want thread_ts and reply_count", m)
+			}
+		}
+		if !res.HasMore {
+			if res.ResponseMetaData.NextCursor != "" {
+				t.Error("a next_cursor on the last page")
+			}
+			break
+		}
+		cursor = res.ResponseMetaData.NextCursor
+	}
+	if want := []string{top[3], top[2], top[1], top[0]}; !slices.Equal(got, want) {
+		t.Errorf("history = %v, want %v (newest first, latest excluded, no replies)", got, want)
+	}
+
+	// conversations.replies: the parent, then the replies oldest first.
+	got = nil
+	cursor = ""
+	for pages := 0; ; pages++ {
+		if pages > 3 {
+			t.Fatal("replies pages never end")
+		}
+		msgs, more, next, err := api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+			ChannelID: "C1", Timestamp: parent, Latest: replies[3], Limit: 2, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			got = append(got, m.Timestamp)
+		}
+		if !more {
+			break
+		}
+		cursor = next
+	}
+	if want := []string{parent, replies[0], replies[1], replies[2]}; !slices.Equal(got, want) {
+		t.Errorf("replies = %v, want %v", got, want)
+	}
+
+	for _, c := range []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"a limit over 999", func() error {
+			_, err := api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: "C1", Limit: 1000})
+			return err
+		}, "invalid_limit"},
+		{"a made-up cursor", func() error {
+			_, err := api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: "C1", Cursor: "bm9wZQ=="})
+			return err
+		}, "invalid_cursor"},
+		{"a bad latest", func() error {
+			_, _, _, err := api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{ChannelID: "C1", Timestamp: parent, Latest: "yesterday"})
+			return err
+		}, "invalid_ts_latest"},
+		{"a thread that is not there", func() error {
+			_, _, _, err := api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{ChannelID: "C1", Timestamp: "1.000001"})
+			return err
+		}, "thread_not_found"},
+	} {
+		if err := c.call(); err == nil || err.Error() != c.want {
+			t.Errorf("%s: %v, want %s", c.name, err, c.want)
+		}
+	}
+}
+
+func TestScopesMembershipAndUsers(t *testing.T) {
+	s := New(Options{})
+	defer s.Close()
+	ctx := context.Background()
+	api := client(s, BotToken)
+	s.AddUser(User{ID: "U1", Name: "ann", RealName: "Ann Smith", DisplayName: "annie"})
+	u, err := api.GetUserInfoContext(ctx, "U1")
+	if err != nil || u.Profile.DisplayName != "annie" || u.Profile.RealName != "Ann Smith" || u.Name != "ann" {
+		t.Fatalf("users.info = %+v, %v", u, err)
+	}
+	if _, err := api.GetUserInfoContext(ctx, "U404"); err == nil || err.Error() != "user_not_found" {
+		t.Errorf("users.info of a stranger: %v", err)
+	}
+
+	s.SetScopes("chat:write")
+	_, err = api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: "G1"})
+	if err == nil || err.Error() != "missing_scope" {
+		t.Errorf("history without groups:history: %v, want missing_scope", err)
+	}
+	if c := s.Calls("conversations.history"); len(c) != 1 || c[0].Error != "missing_scope" {
+		t.Errorf("recorded = %+v", c)
+	}
+	if _, err := api.GetUserInfoContext(ctx, "U1"); err == nil || err.Error() != "missing_scope" {
+		t.Errorf("users.info without users:read: %v", err)
+	}
+	s.SetScopes(DefaultScopes...)
+
+	s.Leave("C9")
+	if _, err := api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: "C9"}); err == nil || err.Error() != "not_in_channel" {
+		t.Errorf("history where the bot is not: %v", err)
+	}
+	if _, _, err := api.PostMessageContext(ctx, "C9", slack.MsgOptionText("x", false)); err == nil || err.Error() != "not_in_channel" {
+		t.Errorf("post where the bot is not: %v", err)
+	}
+}
+
+func TestHold(t *testing.T) {
+	s := New(Options{})
+	defer s.Close()
+	api := client(s, BotToken)
+	release := make(chan struct{})
+	s.Fail("auth.test", 1, Failure{Until: release})
+	done := make(chan error, 1)
+	go func() { _, err := api.AuthTestContext(context.Background()); done <- err }()
+	if !s.Wait(5*time.Second, func() bool { return s.Holding("auth.test") == 1 }) {
+		t.Fatal("the call is not held")
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("a held call was answered: %v", err)
+	default:
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("the released call: %v", err)
+	}
+	if s.Holding("auth.test") != 0 || s.Count("auth.test", 200) != 1 {
+		t.Errorf("holding %d, answered %d", s.Holding("auth.test"), s.Count("auth.test", 200))
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	s.Fail("auth.test", 1, Failure{Until: make(chan struct{})})
+	go func() { _, err := api.AuthTestContext(ctx); done <- err }()
+	s.Wait(5*time.Second, func() bool { return s.Holding("auth.test") == 1 })
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("a held call given up on succeeded")
+	}
+	if !s.Wait(5*time.Second, func() bool { return s.Holding("auth.test") == 0 && s.Count("auth.test", 0) == 2 }) {
+		t.Errorf("the call given up on is not recorded: %+v", s.Calls("auth.test"))
+	}
 }

@@ -204,7 +204,7 @@ func (s *Server) Deliver(ev Event) (Delivery, error) {
 	}
 	if ev.SubType == "" && s.findLocked(ev.Channel, ev.TS) == nil {
 		s.msgs = append(s.msgs, &Message{Channel: ev.Channel, TS: ev.TS, ThreadTS: ev.ThreadTS,
-			User: ev.User, BotID: ev.BotID, Text: ev.Text})
+			User: ev.User, BotID: ev.BotID, Text: ev.Text, Files: ev.Files})
 	}
 	eventID := s.nextIDLocked("Ev")
 	s.mu.Unlock()

@@ -1,6 +1,7 @@
 package slacktest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,6 +22,9 @@ const maxText = 40000
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	method := r.PathValue("method")
 	args, token := parseArgs(r)
+	if !s.hold(r.Context(), method, args) {
+		return // the client gave up on a held call
+	}
 	a, hang := s.answerAPI(method, args, token)
 	if hang {
 		<-r.Context().Done() // the client gave up
@@ -34,6 +38,37 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, a.status, a.body)
+}
+
+// hold waits while a call of method is held by a scripted Failure.Until,
+// and reports whether it may now be answered; a call the client gave up
+// on meanwhile is recorded unanswered.
+func (s *Server) hold(ctx context.Context, method string, args map[string]string) bool {
+	s.mu.Lock()
+	q := s.faults[method]
+	if len(q) == 0 || q[0].Until == nil {
+		s.mu.Unlock()
+		return true
+	}
+	release := q[0].Until
+	s.faults[method] = q[1:]
+	s.holding[method]++
+	s.notifyLocked()
+	s.mu.Unlock()
+	answered := true
+	select {
+	case <-release:
+	case <-ctx.Done():
+		answered = false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holding[method]--
+	if !answered {
+		s.calls = append(s.calls, Call{Method: method, Args: args, At: time.Now()})
+	}
+	s.notifyLocked()
+	return answered
 }
 
 // answer is what serveAPI writes.
@@ -76,6 +111,12 @@ func (s *Server) answerAPI(method string, args map[string]string, token string) 
 	}
 	if token != want {
 		return reply(http.StatusOK, "invalid_auth"), false
+	}
+
+	if need := s.neededScopeLocked(method, args); need != "" {
+		a := reply(http.StatusOK, "missing_scope")
+		a.body["needed"], a.body["provided"] = need, strings.Join(s.scopes, ",")
+		return a, false
 	}
 
 	if method == "chat.update" {
@@ -155,6 +196,9 @@ func (s *Server) apiLocked(method string, a map[string]string) (map[string]any, 
 		if a["channel"] == "" {
 			return nil, "channel_not_found"
 		}
+		if s.left[a["channel"]] {
+			return nil, "not_in_channel"
+		}
 		if a["text"] == "" {
 			return nil, "no_text"
 		}
@@ -210,35 +254,11 @@ func (s *Server) apiLocked(method string, a map[string]string) (map[string]any, 
 		}
 		return map[string]any{}, ""
 	case "conversations.history":
-		// Top-level messages, newest first, between oldest and latest
-		// (exclusive unless inclusive=true), as Slack answers.
-		if a["channel"] == "" {
-			return nil, "channel_not_found"
-		}
-		out := []map[string]any{}
-		for i := len(s.msgs) - 1; i >= 0; i-- {
-			m := s.msgs[i]
-			if m.Channel == a["channel"] && m.ThreadTS == "" && inRange(m.TS, a) {
-				out = append(out, wireMessage(m))
-			}
-		}
-		out, more := limited(out, a)
-		return map[string]any{"messages": out, "has_more": more}, ""
+		return s.historyLocked(a)
 	case "conversations.replies":
-		// The thread's parent, then its replies between oldest and latest,
-		// oldest first.
-		parent := s.findLocked(a["channel"], a["ts"])
-		if parent == nil || parent.ThreadTS != "" && parent.ThreadTS != parent.TS {
-			return nil, "thread_not_found"
-		}
-		out := []map[string]any{wireMessage(parent)}
-		for _, m := range s.msgs {
-			if m.Channel == a["channel"] && m.ThreadTS == a["ts"] && m != parent && inRange(m.TS, a) {
-				out = append(out, wireMessage(m))
-			}
-		}
-		out, more := limited(out, a)
-		return map[string]any{"messages": out, "has_more": more}, ""
+		return s.repliesLocked(a)
+	case "users.info":
+		return s.userInfoLocked(a)
 	case "files.getUploadURLExternal", "files.completeUploadExternal":
 		return s.uploadLocked(method, a)
 	case "files.info":
@@ -273,18 +293,6 @@ func micros(ts string) int64 {
 	return s*1e6 + f
 }
 
-// limited cuts msgs to the call's limit (Slack's default 100).
-func limited(msgs []map[string]any, a map[string]string) ([]map[string]any, bool) {
-	n, err := strconv.Atoi(a["limit"])
-	if err != nil || n <= 0 {
-		n = 100
-	}
-	if len(msgs) > n {
-		return msgs[:n], true
-	}
-	return msgs, false
-}
-
 // wireMessage is m as the Web API shows it.
 func wireMessage(m *Message) map[string]any {
 	w := map[string]any{"type": "message", "ts": m.TS, "user": m.User, "text": m.Text}
@@ -293,6 +301,9 @@ func wireMessage(m *Message) map[string]any {
 	}
 	if m.BotID != "" {
 		w["bot_id"] = m.BotID
+	}
+	if len(m.Files) > 0 {
+		w["files"] = m.Files
 	}
 	return w
 }

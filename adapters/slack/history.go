@@ -1,0 +1,265 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/golem-chat/golem/core"
+)
+
+var _ core.Historian = (*Adapter)(nil)
+
+// Pages read for one History: a thread's replies come oldest first, so the
+// whole thread is read up to threadPages pages of pageSize replies (Slack
+// advises no more than 200 a page); a channel's history comes newest first
+// and is read until the bot's last word, at most historyPages pages.
+const (
+	pageSize     = 200
+	threadPages  = 5
+	historyPages = 3
+)
+
+// errLongThread is returned for a thread too long to read to its end.
+var errLongThread = fmt.Errorf("the thread has more than %d replies; its context is not read", threadPages*pageSize)
+
+// History implements core.Historian. For a mention in a thread it reads
+// the thread's messages before m (conversations.replies), for a mention at
+// the top of a channel the channel's (conversations.history), and keeps
+// those since the bot's last word there: walking back from m, it stops at
+// the bot's own latest message or at the latest one that mentions the bot
+// (it was asked that, and answered). When the stop is the bot's own message
+// and anything came after it, that message is kept too, marked as the
+// bot's, so the agent knows what the others answer to. At most limit
+// messages, the newest, oldest first; joins, topic changes and other
+// events are left out. Authors are display names (users.info, cached) and
+// Slack's markup is plain text (see plainText). A DM, a message without
+// an id and a first message in a place give nothing.
+func (a *Adapter) History(ctx context.Context, m core.Message, limit int) ([]core.Said, error) {
+	if m.DM || m.ID == "" || m.Channel == "" || limit <= 0 {
+		return nil, nil
+	}
+	botUser, botID := a.botIdentity()
+	if botUser == "" && botID == "" {
+		return nil, errors.New("slack: read chat context: the bot's identity is not known yet")
+	}
+	var (
+		before []slackapi.Message // newest first
+		err    error
+	)
+	if m.Thread != "" {
+		before, err = a.threadBefore(ctx, m.Channel, m.Thread, m.ID)
+	} else {
+		before, err = a.channelBefore(ctx, m.Channel, m.ID, limit, botUser, botID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("slack: read chat context: %w", err)
+	}
+	picked := since(before, limit, botUser, botID)
+	if len(picked) == 0 {
+		return nil, nil
+	}
+	names := a.names(ctx, picked, botUser)
+	out := make([]core.Said, 0, len(picked))
+	for _, msg := range slices.Backward(picked) {
+		out = append(out, a.said(msg, names, botUser, botID))
+	}
+	return out, nil
+}
+
+// mine reports whether msg is the bot's own.
+func mine(msg slackapi.Message, botUser, botID string) bool {
+	return (botUser != "" && msg.User == botUser) || (botID != "" && msg.BotID == botID)
+}
+
+// asksBot reports whether msg mentions the bot: <@U123> or <@U123|name>.
+func asksBot(msg slackapi.Message, botUser string) bool {
+	if botUser == "" {
+		return false
+	}
+	return strings.Contains(msg.Text, "<@"+botUser+">") || strings.Contains(msg.Text, "<@"+botUser+"|")
+}
+
+// since picks from before (newest first) the messages after the bot's last
+// word, newest first, at most limit: the bot's own message that ends them
+// is the last one picked when there is room and anything came after it.
+func since(before []slackapi.Message, limit int, botUser, botID string) []slackapi.Message {
+	var picked []slackapi.Message
+	for _, msg := range before {
+		if mine(msg, botUser, botID) {
+			if len(picked) > 0 && len(picked) < limit && shown(msg) {
+				picked = append(picked, msg)
+			}
+			break
+		}
+		if asksBot(msg, botUser) {
+			break
+		}
+		if !shown(msg) {
+			continue
+		}
+		picked = append(picked, msg)
+		if len(picked) == limit {
+			break
+		}
+	}
+	return picked
+}
+
+// shown reports whether msg is something said (text or files), not an
+// event such as a join, a topic change or a deleted message's tombstone.
+func shown(msg slackapi.Message) bool {
+	switch msg.SubType {
+	case "", "bot_message", "thread_broadcast", "file_share", "me_message":
+	default:
+		return false
+	}
+	return strings.TrimSpace(msg.Text) != "" || len(msg.Files) > 0
+}
+
+// threadBefore returns the messages of the thread before ts, its parent
+// included, newest first. Replies come oldest first, so every page is read.
+func (a *Adapter) threadBefore(ctx context.Context, channel, thread, ts string) ([]slackapi.Message, error) {
+	var all []slackapi.Message
+	cursor := ""
+	for range threadPages {
+		var (
+			page []slackapi.Message
+			more bool
+			next string
+		)
+		err := a.do(ctx, "conversations.replies", func(ctx context.Context) error {
+			var err error
+			page, more, next, err = a.api.GetConversationRepliesContext(ctx, &slackapi.GetConversationRepliesParameters{
+				ChannelID: channel, Timestamp: thread, Latest: ts, Inclusive: false, Limit: pageSize, Cursor: cursor})
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("conversations.replies: %w", err)
+		}
+		all = append(all, page...)
+		if !more || next == "" {
+			// Slack answers latest exclusively; a message at ts is dropped
+			// all the same, should an answer include it.
+			all = slices.DeleteFunc(all, func(m slackapi.Message) bool { return m.Timestamp == ts })
+			slices.Reverse(all)
+			return all, nil
+		}
+		cursor = next
+	}
+	return nil, errLongThread
+}
+
+// channelBefore returns the channel's top-level messages before ts, newest
+// first, read until the bot's last word or limit messages that show.
+func (a *Adapter) channelBefore(ctx context.Context, channel, ts string, limit int, botUser, botID string) ([]slackapi.Message, error) {
+	var all []slackapi.Message
+	cursor := ""
+	for range historyPages {
+		var res *slackapi.GetConversationHistoryResponse
+		err := a.do(ctx, "conversations.history", func(ctx context.Context) error {
+			var err error
+			res, err = a.api.GetConversationHistoryContext(ctx, &slackapi.GetConversationHistoryParameters{
+				ChannelID: channel, Latest: ts, Inclusive: false, Limit: min(limit+1, pageSize), Cursor: cursor})
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("conversations.history: %w", err)
+		}
+		for _, msg := range res.Messages {
+			if msg.Timestamp != ts {
+				all = append(all, msg)
+			}
+		}
+		if !res.HasMore || res.ResponseMetaData.NextCursor == "" || enough(all, limit, botUser, botID) {
+			break
+		}
+		cursor = res.ResponseMetaData.NextCursor
+	}
+	return all, nil
+}
+
+// enough reports whether msgs (newest first) reach back to the bot's last
+// word or hold limit messages that show.
+func enough(msgs []slackapi.Message, limit int, botUser, botID string) bool {
+	n := 0
+	for _, msg := range msgs {
+		if mine(msg, botUser, botID) || asksBot(msg, botUser) {
+			return true
+		}
+		if shown(msg) {
+			n++
+		}
+	}
+	return n >= limit
+}
+
+// said is msg as a line of context.
+func (a *Adapter) said(msg slackapi.Message, names map[string]string, botUser, botID string) core.Said {
+	s := core.Said{Bot: mine(msg, botUser, botID), Text: plainText(msg.Text, names)}
+	switch {
+	case s.Bot:
+		s.Author = a.botName()
+	case msg.User != "":
+		s.Author = names[msg.User]
+	}
+	if s.Author == "" { // another app's message, or a name not learned
+		s.Author = firstNonEmpty(msg.Username, botProfileName(msg), msg.User, "someone")
+	}
+	for _, f := range msg.Files {
+		s.Files = append(s.Files, firstNonEmpty(f.Name, f.Title, f.ID))
+	}
+	return s
+}
+
+func botProfileName(msg slackapi.Message) string {
+	if msg.BotProfile != nil {
+		return msg.BotProfile.Name
+	}
+	return ""
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// plainText is a message's text as the agent reads it in the context:
+// Slack's markup spelled as plain text, so that nothing in it addresses
+// anyone or links anywhere when quoted back: <@U123> and <@U123|ann> are
+// "@" and the name (names, else the label, else the id), <!here>,
+// <!channel> and <!everyone> "@here", "@channel" and "@everyone",
+// <!subteam^S1|@team> "@team", <#C123|general> "#general", <url|label>
+// "label (url)", a date its fallback text; &lt; &gt; &amp; decoded.
+func plainText(text string, names map[string]string) string {
+	text = slackMarkup.ReplaceAllStringFunc(text, func(tag string) string {
+		target, label, _ := strings.Cut(tag[1:len(tag)-1], "|")
+		switch {
+		case strings.HasPrefix(target, "@"):
+			id := target[1:]
+			return "@" + strings.TrimPrefix(firstNonEmpty(names[id], label, id), "@")
+		case strings.HasPrefix(target, "#"):
+			return "#" + strings.TrimPrefix(firstNonEmpty(label, target[1:]), "#")
+		case strings.HasPrefix(target, "!subteam^"):
+			return "@" + strings.TrimPrefix(firstNonEmpty(label, "group"), "@")
+		case strings.HasPrefix(target, "!date^"):
+			return firstNonEmpty(label, "a date")
+		case strings.HasPrefix(target, "!"):
+			return "@" + strings.TrimPrefix(firstNonEmpty(label, strings.TrimPrefix(target, "!")), "@")
+		case strings.HasPrefix(target, "mailto:"):
+			return firstNonEmpty(label, strings.TrimPrefix(target, "mailto:"))
+		case label != "" && label != target:
+			return label + " (" + target + ")"
+		}
+		return target
+	})
+	return unescaper.Replace(text)
+}
