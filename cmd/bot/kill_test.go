@@ -27,6 +27,10 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
+	if spec, ok := os.LookupEnv(bareServeEnv); ok {
+		bareServe(spec)
+		return
+	}
 	os.Exit(m.Run())
 }
 

@@ -25,7 +25,7 @@ import (
 // the fake agent CLI (engine/enginetest) as Claude Code and the HTTP API as
 // the platform, as a person would load it:
 //
-//	go test -run '^$' -bench 'Serve|BareSpawn' -benchtime 1x ./cmd/bot/
+//	go test -run '^$' -bench 'Serve|Bare' -benchtime 1x ./cmd/bot/
 //
 // The bot's CPU time is read from /proc (Linux only), its children's not
 // included. The fake agent's 0.5 ms spacing is a sleep between lines, so
@@ -75,9 +75,16 @@ http: {listen: %q}
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		b.Fatal(err)
 	}
+	lb.cmd = startServer(b, lb.base, botArgsEnv+"="+strings.Join([]string{"serve", "--config", path}, "\x1f"))
+	return lb
+}
+
+// startServer starts the test binary again as a server with env added
+// (`bot serve`, or bareServe) and waits for base/healthz to answer.
+func startServer(b *testing.B, base string, env string) *exec.Cmd {
 	var log syncBuffer
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), botArgsEnv+"="+strings.Join([]string{"serve", "--config", path}, "\x1f"))
+	cmd.Env = append(os.Environ(), env)
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -86,22 +93,20 @@ http: {listen: %q}
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 		if b.Failed() {
-			b.Logf("bot log:\n%s", log.String())
+			b.Logf("server log:\n%s", log.String())
 		}
 	})
-	lb.cmd = cmd
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		res, err := http.Get(lb.base + "/healthz")
+		res, err := http.Get(base + "/healthz")
 		if err == nil {
 			res.Body.Close()
-			break
+			return cmd
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("bot serve did not come up: %v\n%s", err, log.String())
+			b.Fatalf("the server did not come up: %v\n%s", err, log.String())
 		}
 		time.Sleep(20 * time.Millisecond) // polling a port: nothing to wait on
 	}
-	return lb
 }
 
 // cpu returns the CPU time the bot process has used so far: the sum of
@@ -267,36 +272,64 @@ func BenchmarkServeResultToClose(b *testing.B) {
 // BenchmarkServeTurnStart sends n chats at once to `bot serve`
 // (max_concurrent n) and reports the median and the slowest time from a
 // request to its CLI having started (the fake logs when it began);
-// BenchmarkBareSpawn is the floor for the same n.
+// BenchmarkBareSpawn is the floor for the same n, BenchmarkBareServe the
+// floor with the HTTP request in it.
 func BenchmarkServeTurnStart(b *testing.B) {
 	for _, n := range []int{100, 200} {
 		b.Run("chats="+strconv.Itoa(n), func(b *testing.B) {
 			lb := startLoadBot(b, n)
 			lb.chat(b, "warm", "hello")
-			var lat []time.Duration
-			round := 0
-			for b.Loop() {
-				sent := make(map[string]time.Time, n)
-				var mu sync.Mutex
-				var wg sync.WaitGroup
-				for i := range n {
-					id := fmt.Sprintf("turn-%d-%d", round, i)
-					wg.Go(func() {
-						r := lb.chat(b, id, id)
-						mu.Lock()
-						sent[id] = r.sent
-						mu.Unlock()
-					})
-				}
-				wg.Wait()
-				round++
-				lat = append(lat, startLatencies(b, lb.agentLog, sent)...)
-				os.Remove(lb.agentLog)
-			}
-			b.ReportMetric(ms(median(lat)), "median-ms")
-			b.ReportMetric(ms(slices.Max(lat)), "max-ms")
+			reportTurnStarts(b, lb, n)
 		})
 	}
+}
+
+// BenchmarkBareServe is BenchmarkServeTurnStart against the least an HTTP
+// server can do (bareServe): the floor that counts the request as well as
+// the spawn.
+func BenchmarkBareServe(b *testing.B) {
+	agent := enginetest.Build(b)
+	for _, n := range []int{100, 200} {
+		b.Run("chats="+strconv.Itoa(n), func(b *testing.B) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			ln.Close()
+			lb := &loadBot{base: "http://" + addr, agentLog: filepath.Join(b.TempDir(), "agent.log"), agent: agent}
+			lb.cmd = startServer(b, lb.base, bareServeEnv+"="+strings.Join([]string{addr, agent, lb.agentLog}, "\x1f"))
+			lb.chat(b, "warm", "hello")
+			reportTurnStarts(b, lb, n)
+		})
+	}
+}
+
+// reportTurnStarts sends n chats at once to lb per round and reports the
+// median and the slowest time from a request to its CLI having started.
+func reportTurnStarts(b *testing.B, lb *loadBot, n int) {
+	var lat []time.Duration
+	round := 0
+	for b.Loop() {
+		sent := make(map[string]time.Time, n)
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := range n {
+			id := fmt.Sprintf("turn-%d-%d", round, i)
+			wg.Go(func() {
+				r := lb.chat(b, id, id)
+				mu.Lock()
+				sent[id] = r.sent
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		round++
+		lat = append(lat, startLatencies(b, lb.agentLog, sent)...)
+		os.Remove(lb.agentLog)
+	}
+	b.ReportMetric(ms(median(lat)), "median-ms")
+	b.ReportMetric(ms(slices.Max(lat)), "max-ms")
 }
 
 // BenchmarkBareSpawn starts the fake agent n times at once from plain Go
