@@ -222,7 +222,7 @@ func TestE2EChatContextFailureCostsOnlyTheContext(t *testing.T) {
 		t.Errorf("the last conversations.replies = %+v, want missing_scope", c[len(c)-1])
 	}
 	log := logs.String()
-	if strings.Count(log, `msg="read chat context"`) != 2 || !strings.Contains(log, "missing_scope") || !strings.Contains(log, "level=WARN") {
+	if strings.Count(log, `msg="read chat context"`) != 2 || !strings.Contains(log, "missing_scope: the bot token needs the scope channels:history") || !strings.Contains(log, "level=WARN") {
 		t.Errorf("want a warning for each failed read of the context:\n%s", log)
 	}
 }

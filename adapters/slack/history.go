@@ -57,7 +57,7 @@ func (a *Adapter) History(ctx context.Context, m core.Message, limit int) ([]cor
 		before, err = a.channelBefore(ctx, m.Channel, m.ID, limit, botUser, botID)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("slack: read chat context: %w", err)
+		return nil, fmt.Errorf("slack: read chat context: %w", withScopeHint(err))
 	}
 	picked := since(before, limit, botUser, botID)
 	if len(picked) == 0 {
@@ -69,6 +69,15 @@ func (a *Adapter) History(ctx context.Context, m core.Message, limit int) ([]cor
 		out = append(out, a.said(msg, names, botUser, botID))
 	}
 	return out, nil
+}
+
+// withScopeHint adds to a missing_scope error the scope Slack says is
+// needed and what to do about it.
+func withScopeHint(err error) error {
+	if se, ok := errors.AsType[slackapi.SlackErrorResponse](err); ok && se.Err == "missing_scope" && se.Needed != "" {
+		return fmt.Errorf("%w: the bot token needs the scope %s (add it under OAuth & Permissions and reinstall the app)", err, se.Needed)
+	}
+	return err
 }
 
 // mine reports whether msg is the bot's own.

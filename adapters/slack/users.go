@@ -120,7 +120,7 @@ func (a *Adapter) userName(ctx context.Context, id string) string {
 		if ctx.Err() == nil && verdict(err).Kind == retry.Final {
 			a.users.put(id, "", noNameTTL)
 		}
-		a.log.Warn("slack: read a user's name for the chat context", "user", id, "err", err)
+		a.log.Warn("slack: read a user's name for the chat context", "user", id, "err", withScopeHint(err))
 		return ""
 	}
 	name := firstNonEmpty(u.Profile.DisplayName, u.Profile.RealName, u.RealName, u.Name)
