@@ -1,9 +1,12 @@
 package telegram
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/golem-chat/golem/core"
 )
@@ -118,4 +121,38 @@ func TestSeenMemoryIsBounded(t *testing.T) {
 		t.Errorf("the newest chat lost its newest message")
 	}
 	runtime.KeepAlive(s)
+}
+
+func TestSaidNamesAuthorsAndFiles(t *testing.T) {
+	a := &Adapter{self: tgbotapi.User{ID: 1, FirstName: "Golem", UserName: "golem_bot"}}
+	for _, tc := range []struct {
+		name string
+		msg  tgbotapi.Message
+		want string // Author|Bot|Text|Files
+	}{
+		{"full name", tgbotapi.Message{From: &tgbotapi.User{ID: 2, FirstName: "Ann", LastName: "Lee", UserName: "ann"}, Text: "hi @bob"},
+			"Ann Lee|false|hi @bob|"},
+		{"username only", tgbotapi.Message{From: &tgbotapi.User{ID: 3, UserName: "cy"}, Caption: "see", Photo: []tgbotapi.PhotoSize{{}}},
+			"@cy|false|see|photo"},
+		{"the bot", tgbotapi.Message{From: &tgbotapi.User{ID: 1, IsBot: true, FirstName: "Golem"}, Text: "done"},
+			"Golem|true|done|"},
+		{"anonymous admin", tgbotapi.Message{From: &tgbotapi.User{ID: 1087968824, IsBot: true, FirstName: "Group", UserName: "GroupAnonymousBot"},
+			SenderChat: &tgbotapi.Chat{ID: -5, Title: "Ops"}, Text: "heads up"}, "Ops|false|heads up|"},
+		{"media by name or kind", tgbotapi.Message{From: &tgbotapi.User{ID: 4, FirstName: "Dee"},
+			Animation: &tgbotapi.Animation{FileName: "fun.gif"}, Document: &tgbotapi.Document{FileName: "fun.gif"}},
+			"Dee|false||fun.gif"},
+		{"sticker, voice, video note, poll", tgbotapi.Message{From: &tgbotapi.User{ID: 4, FirstName: "Dee"},
+			Sticker: &tgbotapi.Sticker{Emoji: "👍"}, Voice: &tgbotapi.Voice{}, VideoNote: &tgbotapi.VideoNote{}, Poll: &tgbotapi.Poll{Question: "Friday?"}},
+			"Dee|false||voice message,video message,sticker 👍,poll: Friday?"},
+		{"document without a name", tgbotapi.Message{From: &tgbotapi.User{ID: 4, FirstName: "Dee"}, Document: &tgbotapi.Document{}},
+			"Dee|false||document"},
+	} {
+		s := a.said(&tc.msg, "")
+		if got := fmt.Sprintf("%s|%v|%s|%s", s.Author, s.Bot, s.Text, strings.Join(s.Files, ",")); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if s := a.said(&tgbotapi.Message{From: &tgbotapi.User{ID: 2, FirstName: "Ann"}, Text: "a long message with a part"}, "a part"); s.Text != "a part" {
+		t.Errorf("a quote gives %q, want the part quoted", s.Text)
+	}
 }
