@@ -3,7 +3,9 @@
 // guild channels, and direct messages. An answer to /ask is the
 // interaction's deferred response, grown by webhook edits while the
 // interaction token lives and by bot-token channel messages after; tool
-// activity goes to a thread started on the answer (replies in DMs).
+// activity goes to a thread started on the answer (replies in DMs). As a
+// core.Historian it tells a turn what was said before its message: the
+// chain of replies and the messages since the bot's last answer.
 //
 // It uses github.com/bwmarrin/discordgo for the gateway and REST, pointed
 // at Options.APIURL by an HTTP transport that rewrites Discord's host.
@@ -77,6 +79,9 @@ type Adapter struct {
 	flat         map[string]bool         // channels where no thread can be started: DMs, threads
 
 	in *relay.Relay[lane, core.Message] // hands messages on in their channel's order
+
+	asked asked     // the gateway's objects of messages handed on, for History
+	nicks nicknames // the guild nicknames of the authors the gateway showed
 }
 
 var (

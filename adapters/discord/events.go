@@ -66,6 +66,7 @@ func (a *Adapter) onMessage(_ *discordgo.Session, e *discordgo.MessageCreate) {
 	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
 		return
 	}
+	a.nicks.saw(m) // also from chatter not addressed to the bot, which a context may quote
 	dm := m.GuildID == ""
 	mentioned := false
 	for _, u := range m.Mentions {
@@ -83,6 +84,8 @@ func (a *Adapter) onMessage(_ *discordgo.Session, e *discordgo.MessageCreate) {
 		a.mu.Lock()
 		a.flat[m.ChannelID] = true
 		a.mu.Unlock()
+	} else {
+		a.asked.put(m) // History reads its reply and its author's nickname
 	}
 	text := strings.NewReplacer("<@"+botID+">", "", "<@!"+botID+">", "").Replace(m.Content)
 	msg := core.Message{

@@ -62,6 +62,7 @@ type Options struct {
 type Call struct {
 	Method string
 	Path   string // without the /api/v9 prefix, e.g. "/channels/5/messages"
+	Query  url.Values
 	Body   map[string]any
 	// AllowedMentions is the request's allowed_mentions object (nil when
 	// the request had none); for a callback it is read from "data".
@@ -547,7 +548,7 @@ func (s *Server) record(r *http.Request, status int) map[string]any {
 	} else if r.Body != nil {
 		_ = json.NewDecoder(r.Body).Decode(&body)
 	}
-	c := Call{Method: r.Method, Path: strings.TrimPrefix(r.URL.Path, "/api/v9"), Body: body, Status: status, At: time.Now(), Files: files}
+	c := Call{Method: r.Method, Path: strings.TrimPrefix(r.URL.Path, "/api/v9"), Query: r.URL.Query(), Body: body, Status: status, At: time.Now(), Files: files}
 	if am, ok := body["allowed_mentions"].(map[string]any); ok {
 		c.AllowedMentions = am
 	} else if d, ok := body["data"].(map[string]any); ok {
