@@ -83,6 +83,8 @@ func (in *intake) replay(offset int64) {
 
 // take hands on the message of one update, if it is one for the bot, and
 // reports whether the update was journaled (save it before confirming it).
+// A group message not for the bot is kept for the chat context instead,
+// and a message for it notes what it replied to (see History).
 // A message with no attachment and nothing before it in its lane goes to
 // the handler at once, on the poll loop, since Handle does not block.
 // Called from the poll loop only.

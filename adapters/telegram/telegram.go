@@ -61,7 +61,6 @@ type Options struct {
 	MaxUpload int64
 
 	callTimeout time.Duration // tests: bounds one attempt of a call; default callTimeout
-	seen        seenLimits    // tests: bounds the group messages kept; default defaultSeen
 }
 
 // Adapter is the Telegram core.Adapter. Create it with New; Start runs
@@ -135,7 +134,7 @@ func New(opts Options) (*Adapter, error) {
 		base:   strings.TrimRight(opts.APIURL, "/"),
 		client: client,
 		budget: newBudget(opts.PrivateInterval, opts.GroupInterval, opts.GlobalPerSecond, opts.GlobalBurst),
-		seen:   newSeen(opts.seen),
+		seen:   newSeen(defaultSeen),
 		ready:  make(chan struct{}),
 	}, nil
 }
