@@ -65,7 +65,9 @@ func (k *asked) take(id string) *discordgo.Message {
 //     then), a deleted message, or limit;
 //   - the bot's last message in the channel, marked as its own, and the
 //     messages since (GET /channels/{id}/messages?before=m), without those
-//     addressed to the bot, which are turns of their own.
+//     addressed to the bot, which are turns of their own; in a thread
+//     started on a message that the bot did not post in, that message
+//     comes first.
 //
 // The chain is kept first when both hold more than limit, the newest
 // messages of the rest after it. A slash command (/ask) replies to
@@ -120,7 +122,9 @@ func (a *Adapter) History(ctx context.Context, m core.Message, limit int) ([]cor
 
 // sinceBot reads the messages before id in channel, newest first, back to
 // the bot's last message there, which it includes (what the others may be
-// answering); those addressed to the bot are left out.
+// answering), or to the start of a thread, whose first message is the one
+// in the parent channel that it was started on; those addressed to the
+// bot are left out.
 func (a *Adapter) sinceBot(ctx context.Context, channel, before, botID string, limit int) ([]*discordgo.Message, error) {
 	var page []*discordgo.Message
 	err := a.call(ctx, "", "read channel history", func(opts ...discordgo.RequestOption) error {
@@ -136,6 +140,15 @@ func (a *Adapter) sinceBot(ctx context.Context, channel, before, botID string, l
 		if msg == nil || msg.Author == nil {
 			continue
 		}
+		if msg.Type == discordgo.MessageTypeThreadStarterMessage {
+			// The thread's first: it stands for the message in the parent
+			// channel that the thread was started on.
+			start, err := a.threadStart(ctx, msg)
+			if start != nil {
+				out = append(out, start)
+			}
+			return out, err
+		}
 		if msg.Author.ID == botID {
 			out = append(out, msg) // what the others may be answering
 			break
@@ -145,6 +158,20 @@ func (a *Adapter) sinceBot(ctx context.Context, channel, before, botID string, l
 		}
 	}
 	return out, nil
+}
+
+// threadStart is the message a thread was started on, from its opening
+// system message (which carries it as referenced_message, else it is
+// fetched); nil when it was deleted.
+func (a *Adapter) threadStart(ctx context.Context, opening *discordgo.Message) (*discordgo.Message, error) {
+	ref := opening.MessageReference
+	if ref == nil || ref.MessageID == "" || ref.ChannelID == "" {
+		return nil, nil
+	}
+	if r := opening.ReferencedMessage; r != nil && r.ID == ref.MessageID {
+		return r, nil
+	}
+	return a.getMessage(ctx, ref.ChannelID, ref.MessageID)
 }
 
 // replyChain follows the replies from message id (gw is its gateway

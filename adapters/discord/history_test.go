@@ -389,3 +389,19 @@ func TestQueuedMentionIsNotContext(t *testing.T) {
 		t.Errorf("the queued mention's prompt is %q, want it alone", p)
 	}
 }
+
+// TestThreadStartedOnAMessage: in a thread a user started on a message,
+// the context begins with that message (from the parent channel, carried
+// by the thread's opening system message) and goes on with the thread's.
+func TestThreadStartedOnAMessage(t *testing.T) {
+	w := newWorldWith(t, discordtest.Options{}, Options{}, withContext(20))
+	topic := w.say("c10", discordtest.UserMessage{User: "301", GlobalName: "Ann", Content: "the deploy is broken"}, false)
+	thread := w.fake.StartThread(topic)
+	w.say(thread, discordtest.UserMessage{User: "302", GlobalName: "Bob", Content: "since 10:00"}, false)
+	q := w.say(thread, discordtest.UserMessage{Content: "can you look?"}, true)
+	w.answered(t, thread, q, "can you look?")
+	checkLines(t, w.prompt(t, 0), "can you look?", "> Ann: the deploy is broken", "> Bob: since 10:00")
+	if n := w.gets("c10", topic); n != 0 {
+		t.Errorf("the thread's message was fetched %d times; the opening message carries it", n)
+	}
+}

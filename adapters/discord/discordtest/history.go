@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // user is what the fake knows of a user who posted.
@@ -147,6 +148,39 @@ func (s *Server) channelMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, s.messageJSON(m))
+}
+
+// threadStarter is the type of the system message that opens a thread
+// started on a message.
+const threadStarter = 21
+
+// StartThread starts a thread on message id, as a user can, and returns
+// the thread's id (the message's, as on Discord); "" for an unknown
+// message. Users' messages posted with the thread's id as their channel
+// are in the thread.
+func (s *Server) StartThread(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.messages[id]
+	if m == nil || m.Deleted {
+		return ""
+	}
+	if m.Thread == "" {
+		s.openThread(m)
+	}
+	return m.Thread
+}
+
+// openThread makes a thread on m, opened by a system message (type 21)
+// that refers to m, as Discord does. Call with s.mu held.
+func (s *Server) openThread(m *Message) {
+	m.Thread = m.ID
+	s.threads[m.ID] = m.ChannelID
+	start := &Message{ID: s.newID(), ChannelID: m.ID, GuildID: m.GuildID, AuthorID: m.AuthorID, Type: threadStarter,
+		ReplyTo: m.ID, At: time.Now()}
+	s.messages[start.ID] = start
+	s.order = append(s.order, start.ID)
+	s.notify()
 }
 
 // snowflake reports whether v is a snowflake: a decimal number.

@@ -156,3 +156,37 @@ func TestHistoryCarriesAuthorsMentionsAndReplies(t *testing.T) {
 		return true
 	})
 }
+
+// TestThreadOpensWithAStarterMessage: a thread started on a message has
+// the message's id and opens with a system message (type 21) that refers
+// to it in the parent channel; the bot's Messages leave it out.
+func TestThreadOpensWithAStarterMessage(t *testing.T) {
+	s := New(Options{})
+	defer s.Close()
+	topic := s.Post(UserMessage{Channel: "c1", Guild: "g", User: "u2", Content: "topic"})
+	thread := s.StartThread(topic)
+	if thread != topic || s.StartThread(topic) != thread || s.StartThread("1") != "" {
+		t.Fatalf("StartThread = %q, want the message's id once, and nothing for an unknown message", thread)
+	}
+	req, _ := http.NewRequest("GET", s.URL()+"/api/v9/channels/"+thread+"/messages", nil)
+	req.Header.Set("Authorization", "Bot "+s.Options().BotToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var msgs []map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&msgs)
+	if len(msgs) != 1 {
+		t.Fatalf("the thread holds %d messages, want its opening one", len(msgs))
+	}
+	b, _ := json.Marshal(msgs[0])
+	for _, want := range []string{`"type":21`, `"message_reference":{"channel_id":"c1","guild_id":"g","message_id":"` + topic + `"}`, `"referenced_message":{`, `"content":"topic"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the opening message lacks %s:\n%s", want, b)
+		}
+	}
+	if n := len(s.Messages(thread)); n != 0 {
+		t.Errorf("Messages lists %d in the thread, want none of the bot's", n)
+	}
+}

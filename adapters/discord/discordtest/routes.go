@@ -358,8 +358,7 @@ func (s *Server) startThread(w http.ResponseWriter, r *http.Request) {
 	if !s.budget(w, c) {
 		return
 	}
-	m.Thread = m.ID
-	s.threads[m.ID] = c
+	s.openThread(m)
 	name, _ := body["name"].(string)
 	s.setStatus(http.StatusCreated)
 	writeJSON(w, http.StatusCreated, map[string]any{"id": m.ID, "type": 11, "parent_id": c, "guild_id": m.GuildID, "name": name})

@@ -82,7 +82,9 @@ type Message struct {
 	Content   string
 	Flags     int
 	AuthorID  string
-	// Type is the message type: 0 default, 19 a reply.
+	// Type is the message type: 0 default, 19 a reply, 21 the system
+	// message that opens a thread started on a message (ReplyTo, in the
+	// parent channel).
 	Type int
 	// Mentions and MentionRoles are the user and role ids a user's
 	// message mentions; Attachments its files (Post).
@@ -435,11 +437,11 @@ func (s *Server) Commands(scope string) []map[string]any {
 type View struct{ s *Server }
 
 // Messages returns copies of the bot's live messages in channel, oldest
-// first.
+// first; a thread's opening system message is not among them.
 func (v View) Messages(channel string) []Message {
 	var out []Message
 	for _, id := range v.s.order {
-		if m := v.s.messages[id]; m.ChannelID == channel && !m.Deleted && m.AuthorID == v.s.opts.BotUserID {
+		if m := v.s.messages[id]; m.ChannelID == channel && !m.Deleted && m.AuthorID == v.s.opts.BotUserID && m.Type != threadStarter {
 			c := *m
 			c.History = append([]string(nil), m.History...)
 			out = append(out, c)
@@ -453,7 +455,7 @@ func (v View) Messages(channel string) []Message {
 func (v View) All() []Message {
 	var out []Message
 	for _, id := range v.s.order {
-		if m := v.s.messages[id]; !m.Deleted && m.AuthorID == v.s.opts.BotUserID {
+		if m := v.s.messages[id]; !m.Deleted && m.AuthorID == v.s.opts.BotUserID && m.Type != threadStarter {
 			c := *m
 			c.History = append([]string(nil), m.History...)
 			out = append(out, c)
@@ -649,9 +651,10 @@ func (s *Server) botAuth(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// messageJSON is the wire form of m, as REST answers it: a reply carries
-// the message it replies to as referenced_message (one level deep; null
-// once that message is deleted). Call with s.mu held.
+// messageJSON is the wire form of m, as REST answers it: a reply (and a
+// thread's opening message) carries the message it refers to as
+// referenced_message (one level deep; null once that message is deleted).
+// Call with s.mu held.
 func (s *Server) messageJSON(m *Message) map[string]any {
 	out := s.wireMessage(m)
 	if m.ReplyTo != "" {
@@ -676,7 +679,10 @@ func (s *Server) wireMessage(m *Message) map[string]any {
 	if m.GuildID != "" {
 		out["guild_id"] = m.GuildID
 	}
-	if m.ReplyTo != "" {
+	switch {
+	case m.Type == threadStarter:
+		out["message_reference"] = map[string]any{"message_id": m.ReplyTo, "channel_id": s.threads[m.ChannelID], "guild_id": m.GuildID}
+	case m.ReplyTo != "":
 		out["type"] = 19
 		out["message_reference"] = map[string]any{"message_id": m.ReplyTo, "channel_id": m.ChannelID}
 	}
