@@ -318,7 +318,8 @@ func (c *cli) follow(ctx context.Context, r *Run, p *process, mayRetry bool) (fi
 					// can echo a key as well as its stderr can.
 					ev.Message = redact(ev.Message)
 				}
-				parsed = &ev
+				end := ev // only the terminal event goes to the heap, not each one
+				parsed = &end
 				// loop's retry condition; a stop makes it "stopped" there.
 				retry := mayRetry && ev.Type == parser.Error && !texted && resumeFailure(ev.Message)
 				if !retry && (ev.Type == parser.Done || ctx.Err() == nil) {

@@ -190,7 +190,8 @@ func (c *Console) turn(ctx context.Context, h core.Handler, text string, lines <
 			c.print(ev)
 			switch ev.Type {
 			case parser.PermissionRequest:
-				asking = &ev
+				req := ev // a copy, so that not every event goes to the heap
+				asking = &req
 				c.write(askPrompt(ev), true)
 			case parser.PermissionDecision:
 				if asking != nil && asking.ID == ev.ID {
