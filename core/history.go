@@ -18,6 +18,9 @@ type Said struct {
 	// addresses anyone when the agent quotes it back.
 	Text  string
 	Files []string // the names of the files it carried
+	// RepliedTo marks the message the asker's message replies to (or
+	// quotes): it is named so, and kept when the bounds drop older ones.
+	RepliedTo bool
 }
 
 // Historian is implemented by sources that can tell what was said in a chat
@@ -91,37 +94,46 @@ func withContext(prompt string, said []Said, lim ContextLimits) string {
 	return b.String()
 }
 
-// contextLines renders said as lines within lim: the newest MaxMessages,
-// then the oldest dropped until they fit MaxChars; a newest line that alone
-// is too long is cut, ending with "…".
+// contextLines renders said as lines within lim, oldest first: the
+// messages replied to, and the newest others up to MaxMessages in all;
+// then the oldest others dropped until the lines fit MaxChars. A line that
+// alone is too long is cut, ending with "…".
 func contextLines(said []Said, lim ContextLimits) []string {
 	if lim.MaxMessages <= 0 || lim.MaxChars <= 0 {
 		return nil
 	}
-	if len(said) > lim.MaxMessages {
-		said = said[len(said)-lim.MaxMessages:]
+	lines := make([]string, len(said))
+	for i, s := range said {
+		lines[i] = contextLine(s)
 	}
-	lines := make([]string, 0, len(said))
-	total := 0
-	for i := len(said) - 1; i >= 0; i-- { // newest first, so the oldest go
-		l := contextLine(said[i])
-		if l == "" {
+	keep := make([]bool, len(said))
+	n, total := 0, 0
+	for i := len(said) - 1; i >= 0 && n < lim.MaxMessages; i-- { // replied to: kept first
+		if said[i].RepliedTo && lines[i] != "" {
+			lines[i] = cut(lines[i], lim.MaxChars-total)
+			keep[i], n, total = lines[i] != "", n+1, total+utf8.RuneCountInString(lines[i])
+		}
+	}
+	for i := len(said) - 1; i >= 0 && n < lim.MaxMessages; i-- { // the others, newest first
+		if said[i].RepliedTo || lines[i] == "" {
 			continue
 		}
-		n := utf8.RuneCountInString(l)
-		if total+n > lim.MaxChars {
-			if len(lines) == 0 {
-				lines = append(lines, cut(l, lim.MaxChars))
+		size := utf8.RuneCountInString(lines[i])
+		if total+size > lim.MaxChars {
+			if n == 0 {
+				lines[i], keep[i] = cut(lines[i], lim.MaxChars), true
 			}
 			break
 		}
-		total += n
-		lines = append(lines, l)
+		keep[i], n, total = true, n+1, total+size
 	}
-	for i, j := 0, len(lines)-1; i < j; i, j = i+1, j-1 {
-		lines[i], lines[j] = lines[j], lines[i]
+	out := make([]string, 0, n)
+	for i, l := range lines {
+		if keep[i] {
+			out = append(out, l)
+		}
 	}
-	return lines
+	return out
 }
 
 // contextLine is one message as a line: "Ann: text [files: a.png]", empty
@@ -143,8 +155,13 @@ func contextLine(s Said) string {
 	if author == "" {
 		author = "someone"
 	}
-	if s.Bot {
+	switch {
+	case s.Bot && s.RepliedTo:
+		author += " (you, replied to)"
+	case s.Bot:
 		author += " (you)"
+	case s.RepliedTo:
+		author += " (replied to)"
 	}
 	return author + ": " + text
 }

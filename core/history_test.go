@@ -140,3 +140,22 @@ func TestFailedHistoryCostsOnlyTheContext(t *testing.T) {
 	h.rec.waitText("echo: still answered")
 	h.stop()
 }
+
+func TestRepliedToMessageIsNamedAndOutlastsTheBounds(t *testing.T) {
+	said := []core.Said{
+		{Author: "Ann", Text: "the one replied to", RepliedTo: true},
+		{Author: "m2", Text: strings.Repeat("x", 20)},
+		{Author: "m3", Text: strings.Repeat("y", 20)},
+		{Author: "golem", Bot: true, Text: "mine", RepliedTo: true},
+	}
+	// Three messages and 90 characters: both replied-to lines (65), and of the
+	// others only the newest that fits.
+	h, _ := newHistorianHarness(t, said, nil, core.ContextLimits{MaxMessages: 3, MaxChars: 90})
+	h.say("alice", "go")
+	h.rec.waitText("echo:")
+	h.stop()
+	want := "> Ann (replied to): the one replied to\n> m3: " + strings.Repeat("y", 20) + "\n> golem (you, replied to): mine\n[End"
+	if got := h.rec.all(); !strings.Contains(got, want) || strings.Contains(got, "> m2:") {
+		t.Errorf("want the replied-to messages named and kept, the oldest other dropped:\n%s", got)
+	}
+}

@@ -348,6 +348,7 @@ func (a *Adapter) noteReply(m core.Message, msg *tgbotapi.Message, x extra) {
 	if said.Text == "" && len(said.Files) == 0 {
 		return
 	}
+	said.RepliedTo = true
 	p, id, err := placeOf(m)
 	if err != nil {
 		return

@@ -68,7 +68,7 @@ func TestE2EAReplyBringsTheRepliedMessageMarked(t *testing.T) {
 	st.s.PushGroup(group, carol, "not seen by the bot")
 	st.s.PushReply(group, ann, said.MessageID, "@golem_bot what now?")
 	p := st.answerPrompt(group, 1)
-	if want := "> Bob Stone: the deploy failed at step 3, cc @carol\n" + endOfContext + "what now?"; !strings.Contains(p, want) {
+	if want := "> Bob Stone (replied to): the deploy failed at step 3, cc @carol\n" + endOfContext + "what now?"; !strings.Contains(p, want) {
 		t.Errorf("the prompt lacks the replied message, marked, before the question:\n%s", p)
 	}
 	if !strings.HasPrefix(p, "[Chat context:") || strings.Contains(p, "not seen") {
@@ -80,7 +80,7 @@ func TestE2EAReplyBringsTheRepliedMessageMarked(t *testing.T) {
 	// A reply to the bot's own answer, quoting part of it.
 	st.s.PushQuote(group, ann, answer.ID, "what now?", "why that?")
 	p = st.answerPrompt(group, 2)
-	if want := "> Golem (you): what now?\n" + endOfContext + "why that?"; !strings.HasSuffix(p, want) {
+	if want := "> Golem (you, replied to): what now?\n" + endOfContext + "why that?"; !strings.HasSuffix(p, want) {
 		t.Errorf("want the quoted part of the bot's answer marked as its own:\n%s", p)
 	}
 	if strings.Contains(p, "Bob Stone") {
