@@ -52,7 +52,9 @@ type Options struct {
 	Timeout time.Duration // per turn; default 10m
 	// Permissions is the approval policy (mode, approvers, timeout).
 	Permissions Permissions
-	// MaxConcurrent bounds turns running at once; default 8.
+	// MaxConcurrent bounds turns running at once; default 8. A turn holds
+	// its slot until its agent has exited, not until its answer is
+	// delivered.
 	MaxConcurrent int
 	// QueueDepth bounds waiting messages per conversation; default 5,
 	// negative means none may wait.
@@ -327,8 +329,10 @@ func (d *Dispatcher) work(c *conversation) {
 
 		select {
 		case d.slots <- struct{}{}:
-			d.runTurn(ctx, c, m, gen)
-			<-d.slots
+			release := sync.OnceFunc(func() { <-d.slots })
+			forget := d.runTurn(ctx, c, m, gen, release)
+			release()
+			forget() // before the conversation's next turn, without a slot
 		case <-ctx.Done(): // stopped while waiting for a slot
 			// Waited for, so that it comes before the next turn's answer.
 			end := parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped}

@@ -21,6 +21,7 @@ type flight struct {
 	mu    sync.Mutex
 	t     store.InFlight
 	saved bool
+	later sync.WaitGroup // saveLater's writes, which end waits for
 }
 
 // save applies change to the record and writes it; what names the write
@@ -36,6 +37,15 @@ func (f *flight) save(what string, change func(*store.InFlight)) {
 	f.saved = true
 }
 
+// saveLater is save without waiting for the write, for what a restart can
+// do without: the answer message, which the Reply goes on posting to
+// meanwhile (a restart that finds no answer in the record posts its notice
+// as a reply to the message instead of under the answer). end waits for
+// it, so a forgotten record is never written again.
+func (f *flight) saveLater(what string, change func(*store.InFlight)) {
+	f.later.Go(func() { f.save(what, change) })
+}
+
 // started records the agent process that now runs the turn (the resume
 // fallback's second process replaces the first). It is engine.Turn.OnStart.
 func (f *flight) started(g engine.Group) {
@@ -44,6 +54,7 @@ func (f *flight) started(g engine.Group) {
 
 // end forgets the record once the turn is over.
 func (f *flight) end() {
+	f.later.Wait()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.saved {

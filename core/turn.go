@@ -38,24 +38,29 @@ func firstNonEmpty(vs ...string) string {
 
 // runTurn runs one message through the agent and streams the answer. ctx
 // is cancelled by /stop and by shutdown; the timeout is added here.
-func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, gen int) {
+// release gives back the turn's slot of the global limit: it is called
+// once the agent has exited (or never started), while the answer may still
+// be on its way. runTurn returns once the answer is delivered, the session
+// and the usage saved and the agent gone; what it returns forgets the
+// turn's record in flight, which needs no slot either.
+func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, gen int, release func()) (forget func()) {
+	nothing := func() {}
 	key := c.key.String()
 	log := d.log.With("conversation", key, "platform", m.Platform)
 	conv, err := d.opts.Store.Conversation(key)
 	if err != nil {
 		log.Error("read conversation", "err", err)
 		<-d.answer(m, "⚠️ **Error:** golem could not read its session store; see the bot's log.", true)
-		return
+		return nothing
 	}
 	set := d.settings(m, conv)
 	eng := d.opts.Engines[set.engine]
 	if eng == nil {
 		<-d.answer(m, "⚠️ **Error:** engine "+set.engine+" is not configured", true)
-		return
+		return nothing
 	}
 
 	out := d.output(m, key, log)
-	defer out.close()
 	// The chat context is read while the working directory is prepared,
 	// after the answer has started to show.
 	said := d.startHistory(ctx, m)
@@ -66,7 +71,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 			Message: "golem could not prepare this conversation's working directory: " + err.Error()}
 		d.measure(m, set.engine, end, nil, time.Time{})
 		out.finish(end, d.opts.Timeout, handback{})
-		return
+		return out.close
 	}
 
 	prompt := m.Text
@@ -127,6 +132,17 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 			reason = "timeout"
 		}
 		d.endRequests(run, key, reason)
+		select {
+		case <-run.Exited():
+			release()
+		default: // the CLI is still on its way out
+			go func() {
+				<-run.Exited()
+				release()
+			}()
+		}
+	} else {
+		release()
 	}
 	back := handback{dir: box.dir}
 	back.files, back.more = box.left()
@@ -167,6 +183,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 		<-run.Exited()
 	}
 	log.Info("turn ended", "engine", set.engine, "outcome", outcome(terminal), "duration_ms", time.Since(start).Milliseconds())
+	return out.close
 }
 
 // saveSession stores the session a turn ended in. Only the session
@@ -254,7 +271,7 @@ func (d *Dispatcher) output(m Message, key string, log *slog.Logger) turnOutput 
 		answerMu.Lock()
 		answer = ref
 		answerMu.Unlock()
-		f.save("record answer", func(t *store.InFlight) {
+		f.saveLater("record answer", func(t *store.InFlight) {
 			t.AnswerChannel, t.AnswerThread, t.AnswerID = ref.Channel, ref.Thread, ref.ID
 		})
 	})
