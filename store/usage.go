@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -71,11 +70,11 @@ func (s *Store) AddUsage(conversation, user string, at time.Time, u Usage) error
 		for _, k := range usageKeys(conversation, user, at) {
 			var have Usage
 			if raw := b.Get([]byte(k)); raw != nil {
-				if err := json.Unmarshal(raw, &have); err != nil {
+				if err := decodeUsage(raw, &have); err != nil {
 					return fmt.Errorf("read %q: %w", k, err)
 				}
 			}
-			raw, err := json.Marshal(have.Add(u))
+			raw, err := encodeUsage(have.Add(u))
 			if err != nil {
 				return err
 			}
@@ -99,7 +98,7 @@ func (s *Store) UsageTotals(conversation, user string, at time.Time) (UsageTotal
 		b := tx.Bucket(bucketUsage)
 		for i, k := range usageKeys(conversation, user, at) {
 			if raw := b.Get([]byte(k)); raw != nil {
-				if err := json.Unmarshal(raw, fields[i]); err != nil {
+				if err := decodeUsage(raw, fields[i]); err != nil {
 					return fmt.Errorf("read %q: %w", k, err)
 				}
 			}
