@@ -252,3 +252,17 @@ func TestE2EChatContextDoesNotDelayTheWorkingReaction(t *testing.T) {
 		t.Errorf("the context read after the reaction is not in the prompt:\n%s", got)
 	}
 }
+
+func TestE2EChatContextThatNeverComesCostsOnlyTheContext(t *testing.T) {
+	b, logs := contextBot(t, 20, nil)
+	b.fake.AddMessage(slacktest.Message{Channel: "C1", User: "U2", Text: "earlier"})
+	b.fake.Fail("conversations.history", 1, slacktest.Failure{Hang: true})
+	d := b.say(slacktest.Event{Channel: "C1", Text: mention + " answer anyway"})
+	b.answer("C1", d.TS, "echo: answer anyway") // after core's 5 s deadline
+	if n := b.fake.Count("conversations.history", 0); n != 1 {
+		t.Errorf("%d conversations.history calls, want the one that hung (no retry past the deadline)", n)
+	}
+	if log := logs.String(); !strings.Contains(log, `msg="read chat context"`) || !strings.Contains(log, "deadline exceeded") {
+		t.Errorf("want a warning that the context was not read in time:\n%s", log)
+	}
+}
