@@ -58,7 +58,8 @@ func (k *asked) take(id string) *discordgo.Message {
 // channel (a thread is a channel of its own), at most limit messages,
 // oldest first:
 //
-//   - the chain of messages m replies to, each replying to the next: the
+//   - the chain of messages m replies to, each replying to the next (the
+//     first marked Said.RepliedTo): the
 //     first hop from the gateway's referenced_message, the others from
 //     each fetched message's own referenced_message or a GET of it; it
 //     ends at the bot's own message (what came before was put to the bot
@@ -115,7 +116,9 @@ func (a *Adapter) History(ctx context.Context, m core.Message, limit int) ([]cor
 	slices.SortFunc(picked, func(x, y *discordgo.Message) int { return compareIDs(x.ID, y.ID) })
 	out := make([]core.Said, 0, len(picked))
 	for _, msg := range picked {
-		out = append(out, a.toSaid(msg, m.Workspace, botID))
+		s := a.toSaid(msg, m.Workspace, botID)
+		s.RepliedTo = len(chain) > 0 && msg.ID == chain[0].ID // the message m answers
+		out = append(out, s)
 	}
 	return out, errors.Join(chainErr, recentErr)
 }

@@ -112,7 +112,7 @@ func TestReplyChainReachesTheAgent(t *testing.T) {
 	checkLines(t, p, "fix it",
 		"> Ann: the build is red",
 		"> golem (you): echo: [Chat context:*hello", // the bot's last answer, which the others may be answering
-		"> Bobby: it's the linter, @Ann")
+		"> Bobby (replied to): it's the linter, @Ann")
 	if n := w.gets("c1", linter); n != 0 {
 		t.Errorf("the replied-to message was fetched %d times; the gateway's referenced_message carries it", n)
 	}
@@ -238,7 +238,7 @@ func TestContextBounds(t *testing.T) {
 	q := w.say("c5", discordtest.UserMessage{Content: "sum up", ReplyTo: prev}, true)
 	w.answered(t, "c5", q, "sum up")
 	p := w.prompt(t, 0)
-	if want := "\n> Ann: hop d\n> Ann: hop e\n> Ann: hop f\n" + contextEnd + "sum up"; !strings.HasSuffix(p, want) {
+	if want := "\n> Ann: hop d\n> Ann: hop e\n> Ann (replied to): hop f\n" + contextEnd + "sum up"; !strings.HasSuffix(p, want) {
 		t.Errorf("want the three newest hops of the chain:\n%s", p)
 	}
 	if got := query(t, w.fake, "c5", 0).Get("limit"); got != "3" {
@@ -327,9 +327,9 @@ func TestFailedHistoryCostsOnlyTheContext(t *testing.T) {
 			q := w.say("c7", discordtest.UserMessage{Content: "still there?", ReplyTo: second}, true)
 			w.answered(t, "c7", q, "still there?")
 			p := w.prompt(t, 0)
-			want := "\n> Ann: first\n> Ann: second\n" + contextEnd + "still there?"
+			want := "\n> Ann: first\n> Ann (replied to): second\n" + contextEnd + "still there?"
 			if tt.name == "no Read Message History" {
-				want = "\n> Ann: second\n" + contextEnd + "still there?" // from the gateway
+				want = "\n> Ann (replied to): second\n" + contextEnd + "still there?" // from the gateway
 			}
 			if !strings.HasSuffix(p, want) {
 				t.Errorf("want what could be read in the prompt:\n%s", p)
