@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/golem-chat/golem/adapters/discord/discordtest"
 	"github.com/golem-chat/golem/core"
@@ -403,5 +404,33 @@ func TestThreadStartedOnAMessage(t *testing.T) {
 	checkLines(t, w.prompt(t, 0), "can you look?", "> Ann: the deploy is broken", "> Bob: since 10:00")
 	if n := w.gets("c10", topic); n != 0 {
 		t.Errorf("the thread's message was fetched %d times; the opening message carries it", n)
+	}
+}
+
+// TestContextOverAPageReadsOnePage: a context.max_messages past Discord's
+// 100 a request reads one page of 100, which Discord accepts.
+func TestContextOverAPageReadsOnePage(t *testing.T) {
+	w := newWorldWith(t, discordtest.Options{}, Options{}, withContext(250))
+	w.say("c11", discordtest.UserMessage{User: "301", GlobalName: "Ann", Content: "hi"}, false)
+	q := w.say("c11", discordtest.UserMessage{Content: "go"}, true)
+	w.answered(t, "c11", q, "go")
+	checkLines(t, w.prompt(t, 0), "go", "> Ann: hi")
+	calls := w.fake.Calls("GET /channels/c11/messages$")
+	if len(calls) != 1 || calls[0].Query.Get("limit") != "100" || calls[0].Status != 200 {
+		t.Errorf("history reads %+v, want one of limit 100 that Discord accepts", calls)
+	}
+}
+
+// TestRateLimitedHistoryIsRetried: a 429 on the history read is waited out
+// as Discord asks and the context still comes.
+func TestRateLimitedHistoryIsRetried(t *testing.T) {
+	w := newWorldWith(t, discordtest.Options{}, Options{}, withContext(20))
+	w.say("c12", discordtest.UserMessage{User: "301", GlobalName: "Ann", Content: "busy day"}, false)
+	w.fake.Fail("GET /channels/c12/messages$", 1, discordtest.Failure{Status: 429, RetryAfter: 200 * time.Millisecond})
+	q := w.say("c12", discordtest.UserMessage{Content: "summary?"}, true)
+	w.answered(t, "c12", q, "summary?")
+	checkLines(t, w.prompt(t, 0), "summary?", "> Ann: busy day")
+	if n, got := w.fake.RateLimited(), len(w.fake.Calls("GET /channels/c12/messages$")); n != 1 || got != 2 {
+		t.Errorf("%d 429s and %d reads, want the read repeated once after the 429", n, got)
 	}
 }
