@@ -50,7 +50,9 @@ func (s *ClaudeCodeSettings) ClaudeCode() *ClaudeCode {
 		keyEnv:         func(key string) []string { return []string{"ANTHROPIC_API_KEY=" + key} },
 		args: func(t Turn, prompt string) []string {
 			// The prompt comes on stdin as a user message, whatever its length.
-			args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"}
+			// --replay-user-messages: the CLI echoes each message when it
+			// takes it in, which tells the run's last result line (see Run.Steer).
+			args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--replay-user-messages"}
 			args = append(args, permissionArgs(t.Mode)...)
 			if partial {
 				args = append(args, "--include-partial-messages")
@@ -86,7 +88,7 @@ func permissionArgs(m Mode) []string {
 // ClaudeCode runs Anthropic's Claude Code CLI:
 //
 //	claude -p --input-format stream-json --output-format stream-json --verbose
-//	       (--dangerously-skip-permissions | --permission-mode M --permission-prompt-tool stdio)
+//	       --replay-user-messages (--dangerously-skip-permissions | --permission-mode M --permission-prompt-tool stdio)
 //	       [--include-partial-messages] [--resume ID] [--model M] [Config.Args...]
 //
 // with ANTHROPIC_API_KEY set to the turn's key when there is one. The
@@ -94,7 +96,8 @@ func permissionArgs(m Mode) []string {
 // until the result line: a tool that needs permission arrives as a
 // parser.PermissionRequest, and Run.Respond writes the answer there
 // (ModeAsk maps to the CLI's default mode, ModeAcceptEdits to acceptEdits,
-// ModePlan to plan). Skills
+// ModePlan to plan). More user messages go the same way while the turn
+// runs (Run.Steer). Skills
 // are linked into <workdir>/.claude/skills/ and listed in a generated
 // <workdir>/CLAUDE.md. It is safe for concurrent use.
 type ClaudeCode struct{ cli *cli }

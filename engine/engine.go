@@ -51,6 +51,14 @@
 // warning with SessionReset set and retries once, in the same Run, without
 // --resume; the new session id arrives with done.
 //
+// Steering: Run.Steer writes another user message on the stdin of a
+// Claude Code run while it runs. The CLI takes it into the turn's next
+// model request, or, too late for that, answers it in a turn of its own
+// with a result line of its own; the run ends at the last result line,
+// told apart by the CLI's replay of each message it takes in
+// (--replay-user-messages). A run that cannot take the message refuses it
+// with ErrNotSteerable.
+//
 // Skills: with Config.SkillsDir set, before each run every folder
 // SkillsDir/<name> is symlinked as <workdir>/.claude/skills/<name> (Claude
 // Code) or <workdir>/.cursor/skills/<name> (Cursor); other symlinks there

@@ -128,7 +128,7 @@ func lastEvent(events []parser.Event) parser.Event { return events[len(events)-1
 func TestArgv(t *testing.T) {
 	// The prompt goes on stdin as a user message (Invocation.Prompt), in
 	// ask mode unless the turn says otherwise.
-	claudeBase := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+	claudeBase := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--replay-user-messages",
 		"--permission-mode", "default", "--permission-prompt-tool", "stdio"}
 	cursorBase := []string{"--output-format", "stream-json", "--stream-partial-output", "--force", "--trust",
 		"--sandbox", "disabled", "--approve-mcps"}
@@ -163,13 +163,13 @@ func TestArgv(t *testing.T) {
 		{"claude files", "claude-code", engine.Config{}, engine.Turn{Prompt: "see", Files: []string{"/in/a.png", "/in/b.txt"}},
 			claudeBase, "see\n\nAttached files: /in/a.png, /in/b.txt", whole()},
 		{"claude bypass", "claude-code", engine.Config{}, engine.Turn{Prompt: "hi", Mode: engine.ModeBypass},
-			[]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+			[]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--replay-user-messages",
 				"--dangerously-skip-permissions"}, "hi", whole()},
 		{"claude accept edits", "claude-code", engine.Config{}, engine.Turn{Prompt: "hi", Mode: engine.ModeAcceptEdits},
-			[]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+			[]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--replay-user-messages",
 				"--permission-mode", "acceptEdits", "--permission-prompt-tool", "stdio"}, "hi", whole()},
 		{"claude plan", "claude-code", engine.Config{}, engine.Turn{Prompt: "hi", Mode: engine.ModePlan},
-			[]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+			[]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--replay-user-messages",
 				"--permission-mode", "plan", "--permission-prompt-tool", "stdio"}, "hi", whole()},
 		{"cursor plain", "cursor", engine.Config{}, engine.Turn{Prompt: "hi", Mode: engine.ModeBypass},
 			cat([]string{"-p", "hi"}, cursorBase), "hi", nil},

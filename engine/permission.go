@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -153,11 +152,22 @@ func (r *Run) Answers() <-chan PermissionAnswer { return r.answers }
 // control is the two-way side of a Claude Code run with
 // --input-format stream-json: user messages and control responses go to
 // the CLI's stdin as JSON lines, one write each, under one lock.
+//
+// It also keeps count of the user messages of the current process: those
+// written (the prompt and each steered one) and those the CLI took in
+// (replayed on stdout, parser.UserMessage). A result line ends the run
+// only when every message written has been taken in; a message taken in
+// later gets a turn and a result line of its own (see Run.Steer).
 type control struct {
 	mu      sync.Mutex
 	w       io.WriteCloser
 	closed  bool
 	pending map[string]pendingRequest
+
+	written, taken int
+	sent           bool     // the prompt is written; steered lines wait in backlog until then
+	backlog        [][]byte // steered lines waiting for the prompt
+	steered        [][]byte // every steered line of the run, for a second process
 }
 
 type pendingRequest struct {
@@ -178,14 +188,33 @@ func userMessage(prompt string) []byte {
 	return append(b, '\n')
 }
 
-// writeTo writes one line to w unless w was closed or replaced.
-func (c *control) writeTo(w io.WriteCloser, line []byte) error {
+// reset makes w, the stdin of a new process of the run, the channel: its
+// first message is the prompt, followed by every message steered into the
+// run so far (the process before ended without answering them).
+func (c *control) reset(w io.WriteCloser) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.w, c.closed, c.pending = w, false, map[string]pendingRequest{}
+	c.written, c.taken, c.sent = 1+len(c.steered), 0, false
+	c.backlog = append([][]byte(nil), c.steered...)
+}
+
+// sendPrompt writes the prompt, then the steered lines that waited for it,
+// unless w was closed or replaced meanwhile.
+func (c *control) sendPrompt(w io.WriteCloser, prompt []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.w != w {
-		return fmt.Errorf("write to the agent: %w", os.ErrClosed)
+		return
 	}
-	return c.writeLocked(line)
+	c.sent = true
+	lines := append([][]byte{prompt}, c.backlog...)
+	c.backlog = nil
+	for _, line := range lines {
+		if c.writeLocked(line) != nil {
+			return // the CLI is gone; its run ends with what it said
+		}
+	}
 }
 
 func (c *control) writeLocked(line []byte) error {
@@ -196,6 +225,61 @@ func (c *control) writeLocked(line []byte) error {
 		return fmt.Errorf("write to the agent: %w", err)
 	}
 	return nil
+}
+
+// steer writes a user message for the CLI to take in while it runs.
+func (c *control) steer(line []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("steer: %w", ErrNotSteerable)
+	}
+	if c.sent {
+		if _, err := c.w.Write(line); err != nil {
+			return fmt.Errorf("steer: %w: %w", ErrNotSteerable, err)
+		}
+	} else {
+		c.backlog = append(c.backlog, line)
+	}
+	c.written++
+	c.steered = append(c.steered, line)
+	return nil
+}
+
+// took counts a user message the CLI took in.
+func (c *control) took() {
+	c.mu.Lock()
+	c.taken++
+	c.mu.Unlock()
+}
+
+// endTurn is called at a result line. When every message written has been
+// taken in, the run ends there: stdin is closed (as close does) and
+// endTurn reports true. Otherwise the CLI answers the rest in a turn of its
+// own and stdin stays open for that turn's permission answers.
+func (c *control) endTurn() bool {
+	c.mu.Lock()
+	if !c.closed && c.taken < c.written {
+		c.mu.Unlock()
+		return false
+	}
+	c.mu.Unlock()
+	c.close()
+	return true
+}
+
+// takenSince reports whether the CLI took in more than n messages.
+func (c *control) takenSince(n int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.taken > n
+}
+
+// takenCount is the number of messages the CLI took in so far.
+func (c *control) takenCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.taken
 }
 
 // asked records a permission request the CLI waits on.
@@ -308,20 +392,20 @@ func sessionScoped(suggestions json.RawMessage) json.RawMessage {
 
 // attach makes p's stdin the run's control channel and writes the prompt
 // there, when p is an interactive CLI; a second process of the run (the
-// resume fallback) replaces the first, which has ended.
+// resume fallback) replaces the first, which has ended, and gets the
+// messages steered into the first one after its prompt.
 func (r *Run) attach(p *process) {
 	if p.stdin == nil {
 		return
 	}
 	if r.control == nil {
 		r.control = newControl(p.stdin)
+		r.control.written = 1
 	} else {
-		r.control.mu.Lock()
-		r.control.w, r.control.closed, r.control.pending = p.stdin, false, map[string]pendingRequest{}
-		r.control.mu.Unlock()
+		r.control.reset(p.stdin)
 	}
 	c, w, line := r.control, p.stdin, userMessage(p.prompt)
-	go c.writeTo(w, line) // a long prompt may fill the pipe before the CLI reads it
+	go c.sendPrompt(w, line) // a long prompt may fill the pipe before the CLI reads it
 }
 
 // asked records a permission request the CLI waits on.

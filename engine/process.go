@@ -299,11 +299,19 @@ func (c *cli) start(ctx context.Context, path string, t Turn, key string) (*proc
 func (c *cli) follow(ctx context.Context, r *Run, p *process, mayRetry bool) (final parser.Event, texted bool) {
 	guard := parser.NewGuard(p.parser)
 	var parsed *parser.Event
+	var turns between            // result lines that steered messages followed
 	early := make(chan struct{}) // closed when the terminal event went out early
 	stdoutDone := make(chan error, 1)
 	go func() {
 		stdoutDone <- parser.ReadLineBatches(p.stdout, func(line []byte) {
 			for _, ev := range guard.Parse(line) {
+				if ev.Type == parser.UserMessage {
+					r.took()
+					if w, ok := turns.warning(); ok { // the next turn begins
+						r.push(w)
+					}
+					continue
+				}
 				if !ev.Terminal() {
 					if ev.Type == parser.PermissionRequest {
 						r.asked(ev) // before the consumer can answer it
@@ -312,18 +320,26 @@ func (c *cli) follow(ctx context.Context, r *Run, p *process, mayRetry bool) (fi
 					r.push(ev)
 					continue
 				}
-				r.endInput() // the CLI waits for stdin to close
 				if ev.Type == parser.Error {
 					// The message reaches the chat, and a CLI's own error
 					// can echo a key as well as its stderr can.
 					ev.Message = redact(ev.Message)
 				}
-				end := ev // only the terminal event goes to the heap, not each one
-				parsed = &end
 				// loop's retry condition; a stop makes it "stopped" there.
 				retry := mayRetry && ev.Type == parser.Error && !texted && resumeFailure(ev.Message)
-				if !retry && (ev.Type == parser.Done || ctx.Err() == nil) {
-					r.push(ev)
+				if !retry && ctx.Err() == nil && !r.endTurn() {
+					turns.add(ev) // steered messages follow: the run goes on
+					guard.Continue()
+					continue
+				}
+				r.endInput() // the CLI waits for stdin to close
+				if w, ok := turns.warning(); ok {
+					r.push(w)
+				}
+				end := turns.final(ev) // only the terminal event goes to the heap, not each one
+				parsed = &end
+				if !retry && (end.Type == parser.Done || ctx.Err() == nil) {
+					r.push(end)
 					close(early)
 				}
 			}
@@ -389,6 +405,8 @@ func (c *cli) follow(ctx context.Context, r *Run, p *process, mayRetry bool) (fi
 		final = *parsed
 	case ctx.Err() != nil:
 		final = stopEvent(ctx)
+	case turns.done != nil || turns.failure != nil:
+		final, _ = turns.last() // its stdin closed after steerGrace, the CLI said no more
 	default:
 		if s := tail.String(); s != "" {
 			reason += "; stderr: " + s

@@ -19,7 +19,9 @@ import (
 //     deltas of the same message block; tool_use blocks become ToolCall;
 //     thinking blocks are not answer text and are dropped.
 //   - user: tool_result blocks become ToolResult (content a string, or an
-//     array whose text blocks are joined with "\n").
+//     array whose text blocks are joined with "\n"); a user message
+//     replayed from stdin ("isReplay": true, --replay-user-messages) becomes
+//     UserMessage: the CLI took it into a turn.
 //   - result: is_error true becomes Error (message: the result text, else
 //     errors[] joined with "; "), whatever the subtype says; otherwise Done.
 //   - control_request with subtype can_use_tool (--permission-prompt-tool
@@ -73,6 +75,7 @@ type claudeLine struct {
 	sessionID      jstr // decoded only by the lines that use it
 	subagent       bool // parent_tool_use_id is a non-empty string
 	isError        bool
+	replay         bool // a user line echoing a message from stdin
 	result         string
 	errors         []byte // raw array
 	durationMS     []byte // raw numbers
@@ -119,6 +122,8 @@ func (p *ClaudeCode) parse(line []byte, l *claudeLine) []Event {
 			l.subagent = s != ""
 		case "is_error":
 			l.isError = r.boolean()
+		case "isReplay":
+			l.replay = r.boolean()
 		case "result":
 			l.result, _ = r.str()
 		case "errors":
@@ -319,8 +324,12 @@ func (p *ClaudeCode) unstreamed(text string) string {
 }
 
 // user turns the tool_result blocks of a user message into events. A
-// user message whose content is a plain string is the prompt echoed back.
+// user message whose content is a plain string is the prompt echoed back;
+// one replayed from stdin is a UserMessage.
 func (p *ClaudeCode) user(l *claudeLine) []Event {
+	if l.replay {
+		return p.results.one(Event{Type: UserMessage})
+	}
 	events := p.results.start()
 	for i := range l.message.blocks {
 		b := &l.message.blocks[i]

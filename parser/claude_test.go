@@ -39,6 +39,10 @@ func TestClaudeCodeRules(t *testing.T) {
 			`{"type":"user","message":{"role":"user","content":"the prompt"}}`,
 			`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"SUBAGENT-TASK"}]},"parent_tool_use_id":"t"}`,
 		}, ``},
+		{"a user message replayed from stdin is taken in", []string{
+			`{"type":"user","message":{"role":"user","content":"STEER: also say bye"},"session_id":"s","parent_tool_use_id":null,"uuid":"u","timestamp":"2026-12-01T11:17:58.000Z","isReplay":true}`,
+			`{"type":"user","message":{"role":"user","content":"not replayed"},"isReplay":false}`,
+		}, `{"type":"user_message"}`},
 		{"system lines are never terminal; only api_retry yields a warning", []string{
 			init_,
 			`{"type":"system","subtype":"api_retry","attempt":1,"max_retries":2,"retry_delay_ms":595.88,"error_status":529,"error":"overloaded"}`,

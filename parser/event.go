@@ -37,6 +37,12 @@ const (
 	// PermissionDecision: a permission request was decided. No parser
 	// emits it; core does, for streams (the HTTP API) to show the outcome.
 	PermissionDecision Type = "permission_decision"
+	// UserMessage: the CLI took in one user message written to its stdin
+	// (the prompt, or a message steered into the run) — Claude Code's
+	// replay of it with --replay-user-messages. Never terminal; the engine
+	// counts them to tell the run's last result line from one that more
+	// messages follow, and does not pass them on.
+	UserMessage Type = "user_message"
 )
 
 // Reason says why a run ended with an Error event. Code branches on it,
@@ -83,6 +89,7 @@ func (r Reason) String() string {
 //	file:        Name, File (Size, Path (not in JSON), URL?)
 //	permission_request:  ID, Name (the tool), Args, Permission? (Suggestions?, Questions?)
 //	permission_decision: ID, Permission (Decision: "allow", "allow_session", "deny")
+//	user_message: nothing
 //
 // The fields of the rare kinds sit behind pointers, so that the text and
 // tool events a run streams by the thousand stay small; nil is absent.

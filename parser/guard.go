@@ -31,6 +31,12 @@ func (g *Guard) Parse(line []byte) []Event {
 	return events
 }
 
+// Continue lets events through again after a terminal event that the
+// caller did not take as the run's end: Claude Code answers a user message
+// steered into the run too late for the turn under way in a turn of its
+// own, with a result line of its own (see engine.Run.Steer).
+func (g *Guard) Continue() { g.ended = false }
+
 // Ended reports whether the run's terminal event has been delivered (by
 // Parse, Finish or Abort).
 func (g *Guard) Ended() bool { return g.ended }

@@ -77,6 +77,26 @@ func TestGuardAbort(t *testing.T) {
 	}
 }
 
+// TestGuardContinue: a result line the engine does not take as the run's
+// end (more steered messages follow) lets the next turn's events through.
+func TestGuardContinue(t *testing.T) {
+	g := NewGuard(NewClaudeCode())
+	first := g.Parse([]byte(`{"type":"result","subtype":"success","is_error":false,"session_id":"s"}`))
+	if len(first) != 1 || first[0].Type != Done || !g.Ended() {
+		t.Fatalf("first result: %+v, ended %v", first, g.Ended())
+	}
+	g.Continue()
+	// A parser reuses the slice it returns: keep copies.
+	evs := append([]Event(nil), g.Parse([]byte(`{"type":"assistant","message":{"content":[{"type":"text","text":"again"}]}}`))...)
+	evs = append(evs, g.Parse([]byte(`{"type":"result","subtype":"success","is_error":false,"session_id":"s"}`))...)
+	if len(evs) != 2 || evs[0].Content != "again" || evs[1].Type != Done {
+		t.Fatalf("after Continue: %+v, want the text and a second done", evs)
+	}
+	if evs := g.Parse([]byte(`{"type":"assistant","message":{"content":[{"type":"text","text":"late"}]}}`)); evs != nil {
+		t.Errorf("without Continue the second result ended the run, yet %+v came through", evs)
+	}
+}
+
 // TestReasonNotMessage: a CLI whose own error message is "stopped" failed;
 // it was not stopped, and the JSON says so by having no reason.
 func TestReasonNotMessage(t *testing.T) {

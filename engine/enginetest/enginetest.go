@@ -69,6 +69,9 @@
 //	                    holding stderr, pid in the log's child_pid) waits too
 //	!hang setsid        the same, but the child runs in a session of its own
 //	                    (as Claude Code's tool commands do), outside the group
+//	!await              wait until a user message steered in on stdin waits to
+//	                    be taken in or was taken in during this turn (or stdin
+//	                    ends); see Steering
 //
 // # Approvals
 //
@@ -86,6 +89,19 @@
 // --dangerously-skip-permissions, for Write and Edit with
 // --permission-mode acceptEdits, and after an allow that carried
 // updatedPermissions.
+//
+// # Steering
+//
+// With --input-format stream-json the fake reads stdin all along, as the
+// real CLI does, and treats more user messages as the real one does: one
+// queued while the turn runs is taken in between two steps (two model
+// calls of the real CLI) and answered at once with the text "heard: TEXT";
+// one still queued when the steps are done, or arriving after the result,
+// gets a turn of its own (system/init, its own directives or "echo: TEXT",
+// a result line) before the fake waits for stdin again.
+// --replay-user-messages echoes each message when it is taken in (the
+// prompt too) as a user line with "isReplay": true; with env
+// FAKE_AGENT_NO_REPLAY set it echoes nothing (a CLI that does not).
 //
 // # Log
 //

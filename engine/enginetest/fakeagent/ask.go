@@ -7,10 +7,12 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 )
 
 // stdin is read line by line with --input-format stream-json: the prompt
-// first, then the answers to control requests.
+// first, then (by readInput) the answers to control requests and the user
+// messages steered into the run.
 var stdin = bufio.NewReaderSize(os.Stdin, 1<<20)
 
 // readLine returns the next stdin line without its newline.
@@ -22,12 +24,8 @@ func readLine() ([]byte, error) {
 	return []byte(strings.TrimRight(string(line), "\n")), err
 }
 
-// readPrompt reads the stream-json user message that carries the prompt.
-func readPrompt() string {
-	line, err := readLine()
-	if err != nil {
-		fail(1, "fake agent: no user message on stdin: "+err.Error())
-	}
+// userContent returns the text of a stream-json user message line.
+func userContent(line []byte) (string, bool) {
 	var m struct {
 		Type    string `json:"type"`
 		Message struct {
@@ -36,9 +34,102 @@ func readPrompt() string {
 		} `json:"message"`
 	}
 	if err := json.Unmarshal(line, &m); err != nil || m.Type != "user" || m.Message.Role != "user" {
+		return "", false
+	}
+	return m.Message.Content, true
+}
+
+// readPrompt reads the stream-json user message that carries the prompt.
+func readPrompt() string {
+	line, err := readLine()
+	if err != nil {
+		fail(1, "fake agent: no user message on stdin: "+err.Error())
+	}
+	text, ok := userContent(line)
+	if !ok {
 		fail(1, fmt.Sprintf("fake agent: the first stdin line is not a user message: %.200s", line))
 	}
-	return m.Message.Content
+	return text
+}
+
+// input is what arrives on stdin after the prompt, read by one goroutine
+// (readInput): control responses, user messages steered into the run,
+// and the end of input.
+type input struct {
+	answers chan []byte   // control_response lines
+	eof     chan struct{} // closed at the end of stdin
+	mu      sync.Mutex
+	queued  []string      // user messages not taken in yet
+	count   int           // user messages that arrived after the prompt
+	arrived chan struct{} // capacity 1: a user message was queued
+}
+
+func readInput() *input {
+	in := &input{answers: make(chan []byte, 64), eof: make(chan struct{}), arrived: make(chan struct{}, 1)}
+	go func() {
+		defer close(in.eof)
+		for {
+			line, err := readLine()
+			if err != nil {
+				return
+			}
+			if text, ok := userContent(line); ok {
+				in.mu.Lock()
+				in.queued = append(in.queued, text)
+				in.count++
+				in.mu.Unlock()
+				select {
+				case in.arrived <- struct{}{}:
+				default:
+				}
+				continue
+			}
+			in.answers <- line
+		}
+	}()
+	return in
+}
+
+// take returns the user messages queued so far and forgets them.
+func (in *input) take() []string {
+	if in == nil {
+		return nil
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	q := in.queued
+	in.queued = nil
+	return q
+}
+
+// arrivals is the number of user messages that arrived after the prompt.
+func (in *input) arrivals() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.count
+}
+
+// wait waits until a user message is queued or more than n have arrived
+// after the prompt, or stdin ends; it reports whether one of the first two
+// came true.
+func (in *input) wait(n int) bool {
+	for {
+		if in.pending() || in.arrivals() > n {
+			return true
+		}
+		select {
+		case <-in.arrived:
+		case <-in.eof:
+			return in.pending() || in.arrivals() > n
+		}
+	}
+}
+
+// pending reports whether user messages wait to be taken in.
+func (in *input) pending() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return len(in.queued) > 0
 }
 
 // ask writes a tool use ("Name {json args}") that needs permission, as
@@ -77,9 +168,15 @@ func (a *agent) ask(arg string) {
 // the tool result it leads to.
 func (a *agent) awaitAnswer(reqID string) (content string, isErr bool) {
 	for {
-		line, err := readLine()
-		if err != nil {
-			return "Tool permission stream closed before response received", true
+		var line []byte
+		select {
+		case line = <-a.in.answers:
+		case <-a.in.eof:
+			select {
+			case line = <-a.in.answers:
+			default:
+				return "Tool permission stream closed before response received", true
+			}
 		}
 		var m struct {
 			Type     string `json:"type"`
@@ -95,7 +192,7 @@ func (a *agent) awaitAnswer(reqID string) (content string, isErr bool) {
 			} `json:"response"`
 		}
 		if json.Unmarshal(line, &m) != nil || m.Type != "control_response" || m.Response.RequestID != reqID {
-			continue // a steering message, or an answer to something else
+			continue // an answer to something else
 		}
 		r := m.Response.Response
 		switch r.Behavior {

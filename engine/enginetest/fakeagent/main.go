@@ -22,6 +22,7 @@ import (
 // opts are the command-line flags the agent understands.
 type opts struct {
 	print, verbose, skipPerms, partial bool   // Claude Code
+	replay                             bool   // Claude Code: --replay-user-messages
 	streamPartial, force, trust, mcps  bool   // Cursor
 	format, resume, model, apiKey      string // both (apiKey: Cursor)
 	sandbox, inputFormat, permTool     string
@@ -58,6 +59,11 @@ func main() {
 	}
 
 	a := &agent{cursor: cursor, o: o, start: time.Now(), newline: true}
+	if o.inputFormat == "stream-json" {
+		a.in = readInput()
+	}
+	// FAKE_AGENT_NO_REPLAY: a CLI that takes the flag but echoes nothing.
+	a.replay = o.replay && o.inputFormat == "stream-json" && os.Getenv("FAKE_AGENT_NO_REPLAY") == ""
 	a.session = o.resume
 	if a.session == "" {
 		a.session = newUUID()
@@ -100,6 +106,7 @@ func parseFlags(args []string, cursor bool) (opts, error) {
 		bools["--verbose"] = &o.verbose
 		bools["--dangerously-skip-permissions"] = &o.skipPerms
 		bools["--include-partial-messages"] = &o.partial
+		bools["--replay-user-messages"] = &o.replay
 		values["-r"] = &o.resume
 		values["--input-format"] = &o.inputFormat
 		values["--permission-prompt-tool"] = &o.permTool
@@ -168,7 +175,7 @@ var known = map[string]bool{
 	"sleep": true, "text": true, "tool": true, "hang": true, "crash": true, "garbage": true,
 	"huge": true, "error": true, "fence": true, "delta-rate": true, "stamp": true, "write": true, "ask": true,
 	"sleep-until": true, "no-result": true, "exit": true, "no-newline": true, "stderr": true, "ignore-term": true,
-	"linger": true,
+	"linger": true, "await": true,
 }
 
 func parseScript(prompt string) (script, error) {
@@ -211,12 +218,68 @@ type agent struct {
 	// sessionAllowed: an answer carried updatedPermissions, so later
 	// requests of this run are not asked.
 	sessionAllowed bool
+	in             *input // stdin after the prompt (--input-format stream-json)
+	replay         bool   // echo each user message taken in
 }
 
+// run runs the prompt's turn, then, with --input-format stream-json, a
+// turn for each user message still queued after it, until stdin ends.
 func (a *agent) run(s script) {
+	a.turn(s, a.o.prompt)
+	if a.in == nil || !a.newline {
+		// A last line without newline is read only at EOF: that run just
+		// exits.
+		time.Sleep(a.linger)
+		os.Exit(a.exitCode)
+	}
+	// The real CLI waits for more input until stdin closes, and answers
+	// each message that arrives in a turn of its own.
+	for a.in.wait(a.in.arrivals()) {
+		for _, text := range a.in.take() {
+			next, err := parseScript(text)
+			if err != nil {
+				fail(2, "fake agent: "+err.Error())
+			}
+			a.answer.Reset()
+			a.turns, a.start = 0, time.Now()
+			a.turn(next, text)
+		}
+	}
+	time.Sleep(a.linger)
+	os.Exit(a.exitCode)
+}
+
+// took echoes a user message taken in, as --replay-user-messages does.
+func (a *agent) took(text string) {
+	if a.replay {
+		a.emit(obj{"type": "user", "message": obj{"role": "user", "content": text}, "session_id": a.session,
+			"parent_tool_use_id": nil, "uuid": newUUID(), "isReplay": true})
+	}
+}
+
+// turn runs one turn: init, the prompt taken in, the steps, the result.
+// Between two steps (as between two model calls of the real CLI) it takes
+// in the user messages queued meanwhile and answers "heard: TEXT" for each.
+func (a *agent) turn(s script, prompt string) {
 	a.init()
-	for _, d := range s.steps {
+	seen := 0 // messages that arrived before this turn
+	if a.in != nil {
+		a.took(prompt)
+		seen = a.in.arrivals()
+	}
+	for i, d := range s.steps {
+		if i > 0 {
+			for _, text := range a.in.take() {
+				a.took(text)
+				a.say("heard: "+text, 1, 0)
+			}
+		}
 		switch d.name {
+		case "await":
+			if a.in == nil {
+				fail(2, "fake agent: !await needs --input-format stream-json")
+			}
+			a.in.wait(seen)
 		case "echo":
 			a.say("echo: "+d.arg, 4, 5*time.Millisecond)
 		case "sleep":
@@ -280,17 +343,6 @@ func (a *agent) run(s script) {
 		}
 	}
 	a.result("", nil)
-	if a.o.inputFormat == "stream-json" && a.newline {
-		// The real CLI waits for more input until stdin closes (a last
-		// line without newline is read only at EOF: that run just exits).
-		for {
-			if _, err := readLine(); err != nil {
-				break
-			}
-		}
-	}
-	time.Sleep(a.linger)
-	os.Exit(a.exitCode)
 }
 
 // failResume fails like the real CLI given an unknown session id.

@@ -1,0 +1,11 @@
+package engine
+
+import "time"
+
+// SetSteerGrace sets steerGrace for a test and returns the function that
+// restores it.
+func SetSteerGrace(d time.Duration) (restore func()) {
+	old := steerGrace
+	steerGrace = d
+	return func() { steerGrace = old }
+}
