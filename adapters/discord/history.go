@@ -58,12 +58,12 @@ func (k *asked) take(id string) *discordgo.Message {
 // channel (a thread is a channel of its own), at most limit messages,
 // oldest first:
 //
-//   - the chain of messages m replies to, each replying to the next (the
-//     first marked Said.RepliedTo): the
-//     first hop from the gateway's referenced_message, the others from
-//     each fetched message's own referenced_message or a GET of it; it
-//     ends at the bot's own message (what came before was put to the bot
-//     then), a deleted message, or limit;
+//   - the chain of messages m replies to, each replying to the next, the
+//     first marked Said.RepliedTo: the first hop from the gateway's
+//     referenced_message, the others from each fetched message's own
+//     referenced_message or a GET of it; it ends at the bot's own message
+//     (what came before was put to the bot then), a deleted message, or
+//     limit;
 //   - the bot's last message in the channel, marked as its own, and the
 //     messages since (GET /channels/{id}/messages?before=m), without those
 //     addressed to the bot, which are turns of their own; in a thread
