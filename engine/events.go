@@ -44,9 +44,13 @@ type Run struct {
 	control *control              // a CLI run that asks: its stdin
 }
 
+// firstBatch is room for the events of a run's first batch, which a short
+// answer's fit in: one allocation rather than one per doubling.
+const firstBatch = 8
+
 func newRun(ctx context.Context, hold time.Duration) *Run {
-	return &Run{ready: make(chan struct{}, 1), hold: hold, exited: make(chan struct{}),
-		ctx: ctx, answers: make(chan PermissionAnswer)}
+	return &Run{pending: make([]parser.Event, 0, firstBatch), ready: make(chan struct{}, 1), hold: hold,
+		exited: make(chan struct{}), ctx: ctx, answers: make(chan PermissionAnswer)}
 }
 
 // Next waits until events are ready and returns all of them, oldest first.
