@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,17 +22,39 @@ import (
 // start the real bot as a process of its own and kill it.
 const botArgsEnv = "GOLEM_TEST_BOT_ARGS"
 
+// botProfileEnv, with botArgsEnv, names a file the bot so started writes
+// its CPU profile to (go tool pprof FILE), from its start to its exit.
+const botProfileEnv = "GOLEM_TEST_BOT_CPUPROFILE"
+
 func TestMain(m *testing.M) {
 	if args, ok := os.LookupEnv(botArgsEnv); ok {
 		os.Args = append(os.Args[:1], strings.Split(args, "\x1f")...)
-		main()
-		return
+		os.Exit(profiled(os.Getenv(botProfileEnv), botMain))
 	}
 	if spec, ok := os.LookupEnv(bareServeEnv); ok {
 		bareServe(spec)
 		return
 	}
 	os.Exit(m.Run())
+}
+
+// profiled runs main, writing a CPU profile to path unless it is empty.
+func profiled(path string, main func() int) int {
+	if path == "" {
+		return main()
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bot: cpu profile:", err)
+		return 1
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "bot: cpu profile:", err)
+		return 1
+	}
+	defer pprof.StopCPUProfile()
+	return main()
 }
 
 // startBot starts `bot ARGS...` as a process of its own; its log goes to

@@ -28,7 +28,9 @@ import (
 //	go test -run '^$' -bench 'Serve|Bare' -benchtime 1x ./cmd/bot/
 //
 // The bot's CPU time is read from /proc (Linux only), its children's not
-// included. The fake agent's 0.5 ms spacing is a sleep between lines, so
+// included. With GOLEM_TEST_BOT_CPUPROFILE=FILE in the environment the bot
+// writes its CPU profile there (go tool pprof FILE; one benchmark at a
+// time, since each bot started writes it). The fake agent's 0.5 ms spacing is a sleep between lines, so
 // on a loaded machine the lines come further apart.
 
 // loadBot is a `bot serve` under load.
@@ -109,25 +111,54 @@ func startServer(b *testing.B, base string, env string) *exec.Cmd {
 	}
 }
 
-// cpu returns the CPU time the bot process has used so far: the sum of
-// its threads' run time in /proc (exact, unlike the tick-sampled times in
-// /proc/PID/stat; Go's threads do not exit).
-func (lb *loadBot) cpu(b *testing.B) time.Duration {
-	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", lb.cmd.Process.Pid))
+// botUsage is what the bot process has used so far.
+type botUsage struct {
+	cpu    time.Duration // the sum of its threads' run time
+	wakes  int64         // times one of its threads was put on a CPU
+	reads  int64         // read system calls (pipes and sockets)
+	writes int64         // write system calls
+}
+
+func (u botUsage) sub(v botUsage) botUsage {
+	return botUsage{u.cpu - v.cpu, u.wakes - v.wakes, u.reads - v.reads, u.writes - v.writes}
+}
+
+// usage reads the bot's threads' schedstat in /proc (exact run time,
+// unlike the tick-sampled times in /proc/PID/stat; Go's threads do not
+// exit) and its system call counts.
+func (lb *loadBot) usage(b *testing.B) botUsage {
+	pid := lb.cmd.Process.Pid
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
 	if err != nil || len(tasks) == 0 {
 		b.Fatalf("read the bot's threads: %v", err)
 	}
-	var ns int64
+	var u botUsage
 	for _, task := range tasks {
 		raw, err := os.ReadFile(task)
 		if err != nil {
 			continue // a thread that just ended
 		}
 		f := strings.Fields(string(raw))
-		n, _ := strconv.ParseInt(f[0], 10, 64)
-		ns += n
+		ns, _ := strconv.ParseInt(f[0], 10, 64)
+		slices, _ := strconv.ParseInt(f[2], 10, 64)
+		u.cpu += time.Duration(ns)
+		u.wakes += slices
 	}
-	return time.Duration(ns)
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		b.Fatalf("read the bot's I/O counts: %v", err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		n, _ := strconv.ParseInt(v, 10, 64)
+		switch k {
+		case "syscr":
+			u.reads = n
+		case "syscw":
+			u.writes = n
+		}
+	}
+	return u
 }
 
 // chatResult is what the client saw of one chat.
@@ -186,15 +217,15 @@ func (lb *loadBot) chat(b *testing.B, conversation, text string) chatResult {
 	return r
 }
 
-// cliOutput returns the bytes the fake agent prints for prompt as golem
-// runs it, measured by running it once directly.
-func cliOutput(b *testing.B, agent, prompt string) int {
+// cliOutput returns the bytes and lines the fake agent prints for prompt
+// as golem runs it, measured by running it once directly.
+func cliOutput(b *testing.B, agent, prompt string) (size, lines int) {
 	out, err := exec.Command(agent, "-p", prompt, "--output-format", "stream-json", "--verbose",
 		"--include-partial-messages").Output()
 	if err != nil {
 		b.Fatal(err)
 	}
-	return len(out)
+	return len(out), bytes.Count(out, []byte("\n"))
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -210,27 +241,37 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // BenchmarkServeStreamCPU streams an answer of 20,000 lines printed 0.5 ms
 // apart through `bot serve` (sequential chats) and reports the bot's CPU
-// seconds per MB of CLI output, and the first text's latency: from the CLI
-// printing it (a stamp in the text) to the client reading it, and from the
-// request.
+// seconds per MB of CLI output; its wake-ups (a thread put on a CPU),
+// read and write system calls per line of CLI output; the lines' actual
+// spacing; and the first text's latency: from the CLI printing it (a
+// stamp in the text) to the client reading it, and from the request.
 func BenchmarkServeStreamCPU(b *testing.B) {
 	lb := startLoadBot(b, 8)
 	const prompt = "!stamp\n!delta-rate 500us 20000"
-	size := cliOutput(b, lb.agent, strings.Replace(prompt, "500us", "0s", 1)) // the same lines, at once
-	lb.chat(b, "warm", "hello")                                               // the store, the skills, the first process
+	size, lines := cliOutput(b, lb.agent, strings.Replace(prompt, "500us", "0s", 1)) // the same lines, at once
+	lb.chat(b, "warm", "hello")                                                      // the store, the skills, the first process
 	var first, request []time.Duration
+	var streaming time.Duration
 	n := 0
-	before := lb.cpu(b)
+	before := lb.usage(b)
 	for b.Loop() {
 		r := lb.chat(b, "c"+strconv.Itoa(n), prompt)
 		n++
+		streaming += r.closed.Sub(r.sent)
 		if len(r.stamps) > 0 {
 			first = append(first, r.firstText.Sub(time.Unix(0, r.stamps[0])))
 		}
 		request = append(request, r.firstText.Sub(r.sent))
 	}
-	cpu := lb.cpu(b) - before
-	b.ReportMetric(cpu.Seconds()/(float64(n*size)/1e6), "cpu-s/MB")
+	u := lb.usage(b).sub(before)
+	b.ReportMetric(u.cpu.Seconds()/(float64(n*size)/1e6), "cpu-s/MB")
+	perLine := func(v int64) float64 { return float64(v) / float64(n*lines) }
+	b.ReportMetric(perLine(u.wakes), "wakes/line")
+	b.ReportMetric(perLine(u.reads), "reads/line")
+	b.ReportMetric(perLine(u.writes), "writes/line")
+	// The fake's spacing is a sleep: on a loaded machine lines come
+	// further apart, and there are fewer of them to a wake-up.
+	b.ReportMetric(float64(streaming.Microseconds())/float64(n*lines), "us/line")
 	b.ReportMetric(ms(median(first)), "stamp-to-client-ms")
 	b.ReportMetric(ms(median(request)), "request-to-text-ms")
 }

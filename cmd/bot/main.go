@@ -38,7 +38,11 @@ Run "bot COMMAND -h" for a command's flags.
 // them. A third signal kills golem outright.
 var hurry, hurryUp = context.WithCancel(context.Background())
 
-func main() {
+func main() { os.Exit(botMain()) }
+
+// botMain runs the command of os.Args with the signal handling above and
+// returns its exit code.
+func botMain() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
@@ -51,7 +55,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bot: stopping running answers now; a third signal kills")
 		hurryUp()
 	}()
-	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	return run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
