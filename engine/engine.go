@@ -41,10 +41,16 @@
 //
 // The reading side never waits for the consumer: the output is read in
 // large reads, parsed at once and queued; Run.Next hands over everything
-// queued in one batch. Events that follow within a few milliseconds of the
-// last hand-over are held until those milliseconds are over (one wake-up
-// of the consumer for many lines), the first after a quiet spell and the
-// terminal event never.
+// queued in one batch. Events that follow within a window of a few
+// milliseconds (coalesce) of the last hand-over are held until the window
+// is over (one wake-up of the consumer for many lines); the first after a
+// quiet spell is never held, nor is the terminal event once read. After a
+// window that held events the output streams steadily, and its reader
+// sleeps through each window and takes what came meanwhile in one read
+// (see output): one wake-up of golem for many lines, not one per line.
+// While it streams so, a line (the terminal one included) waits in the
+// pipe for at most one window; a burst after a quiet spell, such as a
+// CLI's last lines and its result, is read as it comes.
 //
 // Resume fallback: when a turn with a SessionID fails with an error that
 // mentions "resume" or "session" before any answer text, the run emits a

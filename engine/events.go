@@ -11,8 +11,9 @@ import (
 // coalesce is how long a run holds events that follow closely on the last
 // ones it handed over, so that a CLI printing a line every half
 // millisecond wakes its consumer a few hundred times a second rather than
-// thousands. The first events after a quiet spell and the terminal event
-// are never held.
+// thousands, and its reader (output) reads once a window while the
+// output streams steadily. The first events after a quiet spell and a
+// terminal event that has been read are never held.
 const coalesce = 4 * time.Millisecond
 
 // Run is one agent invocation in progress. It is two-way: a run of a CLI
@@ -153,26 +154,67 @@ func (r *Run) push(evs ...parser.Event) {
 func (r *Run) flush() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.pending) == 0 {
-		return
-	}
-	now := time.Now()
-	wait := r.hold - now.Sub(r.woke)
-	if r.ended || wait <= 0 {
-		if r.timer != nil {
-			r.timer.Stop()
-			r.timer = nil
-		}
-		r.wakeLocked(now)
-		return
-	}
-	if r.timer == nil {
-		r.timer = time.AfterFunc(wait, func() {
+	if !r.dueLocked(time.Now()) && r.timer == nil {
+		r.timer = time.AfterFunc(r.hold-time.Since(r.woke), func() {
 			r.mu.Lock()
 			r.timer = nil
-			r.wakeLocked(time.Now())
+			if len(r.pending) > 0 {
+				r.wakeLocked(time.Now())
+			}
 			r.mu.Unlock()
 		})
+	}
+}
+
+// offer is flush for a CLI's output reader, which hands over what is held
+// itself when the window is over (see heldUntil and handOver): no timer.
+func (r *Run) offer() {
+	r.mu.Lock()
+	r.dueLocked(time.Now())
+	r.mu.Unlock()
+}
+
+// dueLocked hands the pending events over if they are due (see flush)
+// and reports whether nothing is left held.
+func (r *Run) dueLocked(now time.Time) bool {
+	if len(r.pending) == 0 {
+		return true
+	}
+	if !r.ended && now.Sub(r.woke) < r.hold {
+		return false
+	}
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	r.wakeLocked(now)
+	return true
+}
+
+// heldUntil reports whether events are held and when their window ends.
+func (r *Run) heldUntil() (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.woke.Add(r.hold), len(r.pending) > 0 && !r.ended
+}
+
+// handOver hands over what is pending now, its window being over.
+func (r *Run) handOver() {
+	r.mu.Lock()
+	if len(r.pending) > 0 {
+		r.wakeLocked(time.Now())
+	}
+	r.mu.Unlock()
+}
+
+// sleepWindow waits until the window that began with the last hand-over
+// is over.
+func (r *Run) sleepWindow() {
+	r.mu.Lock()
+	d := r.hold - time.Since(r.woke)
+	r.mu.Unlock()
+	if d > 0 {
+		time.Sleep(d)
 	}
 }
 

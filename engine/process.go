@@ -160,11 +160,12 @@ func stopEvent(ctx context.Context) parser.Event {
 
 // process is one started CLI process.
 type process struct {
-	cmd            *exec.Cmd
-	stdout, stderr *os.File // read ends of the pipes
-	started        time.Time
-	parser         parser.Parser      // fresh for this process
-	cancel         context.CancelFunc // stops the process (see stop)
+	cmd     *exec.Cmd
+	stdout  *output  // read end of its stdout
+	stderr  *os.File // read end of its stderr
+	started time.Time
+	parser  parser.Parser      // fresh for this process
+	cancel  context.CancelFunc // stops the process (see stop)
 	// stdin is the write end of an interactive CLI's stdin, and prompt
 	// the user message to write there first; nil otherwise.
 	stdin  *os.File
@@ -254,14 +255,14 @@ func (c *cli) start(ctx context.Context, path string, t Turn, key string) (*proc
 	cmd.Cancel = p.stop
 	cmd.WaitDelay = killGrace // then the CLI gets SIGKILL; reap ends the rest
 
-	outR, outW, err := os.Pipe()
+	outR, outW, err := newOutput(nil) // the run paces it once follow reads it
 	if err != nil {
 		closeStdin()
 		return nil, fmt.Errorf("engine %s: start: stdout pipe: %w", c.name, err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
-		outR.Close()
+		outR.release()
 		outW.Close()
 		closeStdin()
 		return nil, fmt.Errorf("engine %s: start: stderr pipe: %w", c.name, err)
@@ -274,7 +275,7 @@ func (c *cli) start(ctx context.Context, path string, t Turn, key string) (*proc
 		inR.Close()
 	}
 	if err != nil {
-		outR.Close()
+		outR.release()
 		errR.Close()
 		if inW != nil {
 			inW.Close()
@@ -302,8 +303,9 @@ func (c *cli) follow(ctx context.Context, r *Run, p *process, mayRetry bool) (fi
 	var turns between            // result lines that steered messages followed
 	early := make(chan struct{}) // closed when the terminal event went out early
 	stdoutDone := make(chan error, 1)
+	p.stdout.r = r
 	go func() {
-		stdoutDone <- parser.ReadLineBatches(p.stdout, func(line []byte) {
+		err := parser.ReadLineBatches(p.stdout, func(line []byte) {
 			for _, ev := range guard.Parse(line) {
 				if ev.Type == parser.UserMessage {
 					r.took()
@@ -343,7 +345,10 @@ func (c *cli) follow(ctx context.Context, r *Run, p *process, mayRetry bool) (fi
 					close(early)
 				}
 			}
-		}, r.flush)
+		}, r.offer)
+		p.stdout.release()
+		r.handOver() // at the end of the output nothing is worth holding
+		stdoutDone <- err
 	}()
 	tail := newTail(20, 8<<10)
 	stderrDone := make(chan struct{})

@@ -125,7 +125,7 @@ func (u botUsage) sub(v botUsage) botUsage {
 
 // usage reads the bot's threads' schedstat in /proc (exact run time,
 // unlike the tick-sampled times in /proc/PID/stat; Go's threads do not
-// exit) and its system call counts.
+// exit) and its threads' system call counts.
 func (lb *loadBot) usage(b *testing.B) botUsage {
 	pid := lb.cmd.Process.Pid
 	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
@@ -144,18 +144,23 @@ func (lb *loadBot) usage(b *testing.B) botUsage {
 		u.cpu += time.Duration(ns)
 		u.wakes += slices
 	}
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
-	if err != nil {
-		b.Fatalf("read the bot's I/O counts: %v", err)
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		k, v, _ := strings.Cut(line, ": ")
-		n, _ := strconv.ParseInt(v, 10, 64)
-		switch k {
-		case "syscr":
-			u.reads = n
-		case "syscw":
-			u.writes = n
+	// Per thread: the process's own counts include its reaped children's
+	// (the fake agents' writes).
+	ios, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/io", pid))
+	for _, path := range ios {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(raw), "\n") {
+			k, v, _ := strings.Cut(line, ": ")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "syscr":
+				u.reads += n
+			case "syscw":
+				u.writes += n
+			}
 		}
 	}
 	return u
