@@ -41,6 +41,7 @@ type Config struct {
 	Timeout       time.Duration `yaml:"timeout"`        // per turn
 	MaxConcurrent int           `yaml:"max_concurrent"` // turns at once, all conversations
 	QueueDepth    int           `yaml:"queue_depth"`    // waiting messages per conversation
+	Busy          core.Busy     `yaml:"busy"`           // while an answer runs: steer | interrupt | queue ("" steers where the engine can)
 	MaxUpload     int64         `yaml:"max_upload_bytes"`
 	LogLevel      string        `yaml:"log_level"` // debug | info | warn | error
 

@@ -73,6 +73,7 @@ func TestLoadConfigErrorsNameTheKey(t *testing.T) {
 		{"slack:\n  bot_tokn: x\n", "bot_tokn"},
 		{"engine: no-such-cli\n", "engine"},
 		{"session_scope: team\n", "session_scope"},
+		{"busy: wait\n", "busy"},
 		{"timeout: soon\n", "timeout"},
 		{"max_concurrent: 0\n", "max_concurrent"},
 		{"access:\n  allow: [alice]\n", "access.allow"},
@@ -209,6 +210,7 @@ func TestLoadConfigErrorsAreExact(t *testing.T) {
 		{"engine: no-such-cli\n", `engine: "no-such-cli" is not ` + engine.NamesText()},
 		{"channels:\n  slack:C1: {engine: no-such-cli}\n", `channels.slack:C1.engine: "no-such-cli" is not ` + engine.NamesText()},
 		{"session_scope: team\n", `session_scope: "team" is not channel, thread or user`},
+		{"busy: wait\n", `busy: "wait" is not steer, interrupt or queue`},
 		{"http:\n  listen: 0.0.0.0:8080\n", "http.listen: 0.0.0.0:8080 is not a loopback address; set http.token"},
 	}
 	for _, tc := range cases {

@@ -29,6 +29,9 @@ func (c *Config) Validate() error {
 	if c.QueueDepth < 0 {
 		return fmt.Errorf("queue_depth: must not be negative")
 	}
+	if _, err := core.ParseBusy(string(c.Busy)); err != nil {
+		return fmt.Errorf("busy: %w", err)
+	}
 	if c.Context.MaxMessages < 0 {
 		return fmt.Errorf("context.max_messages: must not be negative (0 turns the context off)")
 	}

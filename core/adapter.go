@@ -169,8 +169,8 @@ type Source interface {
 // called concurrently for different conversations, and for one
 // conversation from one goroutine at a time.
 //
-// Optional capabilities (LatestEditor, Drafter, Typist, PrivateReplier, and
-// the ones later features add) are separate one-method interfaces that core
+// Optional capabilities (LatestEditor, Drafter, Typist, PrivateReplier,
+// Acknowledger, and the ones later features add) are separate one-method interfaces that core
 // finds with a type assertion, so a new one needs no change to a Poster
 // that does not offer it.
 type Poster interface {
@@ -227,6 +227,16 @@ type Drafter interface {
 // a turn starts and the returned stop func when it ends.
 type Typist interface {
 	Typing(ctx context.Context, on Message) (stop func())
+}
+
+// Acknowledger is implemented by posters that can mark a message as taken
+// in without posting one of their own: a 👀 reaction on it (Slack
+// reactions.add, Telegram setMessageReaction, Discord's reaction PUT).
+// Core calls it for a message steered into the running answer (see Busy);
+// where it is missing or returns an error (a Discord slash command has no
+// message to react to), the message gets a short "(noted)" answer.
+type Acknowledger interface {
+	Acknowledge(ctx context.Context, m Message) error
 }
 
 // PrivateReplier is implemented by adapters that can answer privately (Discord's

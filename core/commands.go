@@ -121,6 +121,10 @@ func (d *Dispatcher) stop(key Key) string {
 	}
 	dropped := c.queue
 	c.queue = nil
+	if s := c.running.steer; s != nil { // not steered in yet: waiting too
+		dropped = append(s.inbox, dropped...)
+		s.inbox = nil
+	}
 	c.running.stop()
 	d.mu.Unlock()
 	for _, m := range dropped {
@@ -179,6 +183,9 @@ func (d *Dispatcher) status(m Message, key Key) (string, error) {
 	if c := d.convs[key.String()]; c != nil {
 		if c.running != nil {
 			state = "answering for " + time.Since(c.running.started).Round(time.Second).String()
+			if s := c.running.steer; s != nil && s.steered > 0 {
+				state += fmt.Sprintf(" (messages steered into it: %d)", s.steered)
+			}
 		}
 		queued = len(c.queue)
 	}

@@ -57,9 +57,14 @@ type Options struct {
 	// delivered.
 	MaxConcurrent int
 	// QueueDepth bounds waiting messages per conversation; default 5,
-	// negative means none may wait.
+	// negative means none may wait. It also bounds the messages waiting to
+	// be steered into a running turn (at least one).
 	QueueDepth int
-	Logger     *slog.Logger
+	// Busy is what a message does while its conversation's answer runs
+	// (steer, interrupt or queue); the zero value steers where the
+	// engine can and queues otherwise.
+	Busy   Busy
+	Logger *slog.Logger
 	// Meter is told how turns end, for metrics; nil counts nothing.
 	Meter Meter
 	// Budgets refuse messages from users and conversations past a budget.
@@ -96,7 +101,10 @@ type Dispatcher struct {
 	refused     map[string]time.Time
 	interrupted []store.InFlight
 	closing     bool
-	workers     sync.WaitGroup
+	// told holds the conversations told that their engine cannot steer
+	// (BusySteer), so that each is told once.
+	told    map[string]bool
+	workers sync.WaitGroup
 
 	// answers sends the answers that are not turns (command output,
 	// refusals, "queue full", notices of messages that never ran) off the
@@ -119,7 +127,14 @@ type conversation struct {
 
 type running struct {
 	started time.Time
-	stop    context.CancelFunc
+	stop    func()
+	// interrupt stops the turn for a newer message (BusyInterrupt).
+	interrupt func()
+	// engine is the turn's engine once it is known ("" before).
+	engine string
+	// steer takes messages into the turn while it runs (BusySteer on an
+	// engine that can); nil before the run started and once it ends.
+	steer *steering
 }
 
 var _ Handler = (*Dispatcher)(nil)
@@ -180,6 +195,7 @@ func NewDispatcher(opts Options) (*Dispatcher, error) {
 		historians:  map[string]Historian{},
 		convs:       map[string]*conversation{},
 		refused:     map[string]time.Time{},
+		told:        map[string]bool{},
 		interrupted: stopLeftovers(opts.Store, opts.Logger, interrupted),
 	}, nil
 }
@@ -293,6 +309,14 @@ func (d *Dispatcher) Handle(_ context.Context, m Message) {
 		d.convs[key.String()] = c
 	}
 	busy := c.running != nil || len(c.queue) > 0
+	tellQueued := false
+	if busy {
+		var steered bool
+		if steered, tellQueued = d.busy(c, m); steered {
+			d.mu.Unlock()
+			return
+		}
+	}
 	if busy && len(c.queue) >= max(d.opts.QueueDepth, 0) {
 		n := len(c.queue)
 		d.mu.Unlock()
@@ -305,7 +329,20 @@ func (d *Dispatcher) Handle(_ context.Context, m Message) {
 		d.workers.Add(1)
 		go d.work(c)
 	}
+	eng := ""
+	if c.running != nil {
+		eng = c.running.engine
+	}
 	d.mu.Unlock()
+	if tellQueued {
+		d.meter.BusyMessage(m.Platform, eng, "queued")
+		note := fmt.Sprintf(queuedNote, eng)
+		if m.Sink != nil { // the stream goes on: its turn is to come
+			m.Sink(parser.Event{Type: parser.Warning, Message: note})
+		} else {
+			d.answer(m, note, false)
+		}
+	}
 }
 
 // work runs the conversation's queued turns one after another, then
@@ -322,8 +359,8 @@ func (d *Dispatcher) work(c *conversation) {
 		}
 		m := c.queue[0]
 		c.queue = c.queue[1:]
-		ctx, stop := context.WithCancel(d.life)
-		c.running = &running{started: time.Now(), stop: stop}
+		ctx, stop, interrupt := turnContext(d.life)
+		c.running = &running{started: time.Now(), stop: stop, interrupt: interrupt}
 		gen := c.generation
 		d.mu.Unlock()
 
@@ -356,6 +393,10 @@ func (d *Dispatcher) finishUnstarted(m Message, end parser.Event) <-chan struct{
 	return d.answer(m, Notice(end, d.opts.Timeout), true)
 }
 
+// shutdownEnd ends a message that was not run because golem shut down.
+var shutdownEnd = parser.Event{Type: parser.Error, Reason: parser.Interrupted,
+	Message: "golem is shutting down; this message was not run. Send it again later."}
+
 // Close stops taking messages, lets running turns finish until ctx is
 // done, then stops them (they end "stopped" with their partial answers
 // kept), and waits for every answer to be delivered: the turns' and the
@@ -373,10 +414,8 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 	}
 	d.mu.Unlock()
 	for _, m := range dropped { // queued, not waited for: Close's wait below covers them
-		end := parser.Event{Type: parser.Error, Reason: parser.Interrupted,
-			Message: "golem is shutting down; this message was not run. Send it again later."}
-		d.measure(m, d.engineFor(m), end, nil, time.Time{})
-		d.finishUnstarted(m, end)
+		d.measure(m, d.engineFor(m), shutdownEnd, nil, time.Time{})
+		d.finishUnstarted(m, shutdownEnd)
 	}
 
 	idle := make(chan struct{})

@@ -97,7 +97,7 @@ func TestTimeoutStopsTheAgent(t *testing.T) {
 }
 
 func TestQueueOverflowIsTold(t *testing.T) {
-	h := newHarness(t, chatLimits, func(o *core.Options) { o.QueueDepth = 1 })
+	h := newHarness(t, chatLimits, func(o *core.Options) { o.QueueDepth, o.Busy = 1, core.BusyQueue })
 	h.say("alice", "!hang")
 	waitChild(t, h.log)
 	h.say("alice", "second")
@@ -344,7 +344,7 @@ func terminal(t *testing.T, q *core.EventQueue) parser.Event {
 }
 
 func TestStopEndsTheStreamsOfDroppedMessages(t *testing.T) {
-	h := newHarness(t, chatLimits, nil)
+	h := newHarness(t, chatLimits, queueBusy)
 	h.say("alice", "!hang")
 	waitChild(t, h.log)
 	waiting := h.sinkMessage("second")
@@ -362,7 +362,7 @@ func TestEmptyMessageEndsItsStream(t *testing.T) {
 }
 
 func TestCloseAnswersWaitingMessagesBeforeReturning(t *testing.T) {
-	h := newHarness(t, chatLimits, nil)
+	h := newHarness(t, chatLimits, queueBusy)
 	h.say("alice", "!hang")
 	waitChild(t, h.log)
 	waiting := h.sinkMessage("second")

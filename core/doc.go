@@ -26,6 +26,12 @@
 //     thread, and always the exact final text. A Message with a Sink (the
 //     HTTP API, the terminal) takes the raw events instead.
 //
+// A message that comes while its conversation's answer runs is steered
+// into it, interrupts it or waits behind it (Options.Busy): steered, it is
+// written to the running agent (engine.Run.Steer) and acknowledged in the
+// chat, and one the run can no longer take queues for a turn of its own.
+//
 // Optional capabilities of a Poster (LatestEditor, Drafter, Typist,
-// PrivateReplier) are one-method interfaces found by type assertion.
+// PrivateReplier, Acknowledger) are one-method interfaces found by type
+// assertion.
 package core

@@ -24,6 +24,12 @@ type Meter interface {
 	// Approval is told of every permission request decided, by decision
 	// ("allow", "deny", "timeout"); the approvals code calls it.
 	Approval(decision string)
+	// BusyMessage is told of a message that came while its conversation's
+	// answer ran, by what was done with it (see Busy): "steered" into the
+	// running turn, "interrupted" it, or "queued" because the engine
+	// cannot steer (told once per conversation). engine may be "" when
+	// the running turn's engine was not known yet.
+	BusyMessage(platform, engine, handling string)
 }
 
 // TurnStats describe one finished turn.
@@ -60,9 +66,10 @@ func Outcome(ev parser.Event) string {
 // noMeter counts nothing; it stands in for a nil Options.Meter.
 type noMeter struct{}
 
-func (noMeter) TurnEnded(TurnStats)         {}
-func (noMeter) EngineFailed(string, string) {}
-func (noMeter) Approval(string)             {}
+func (noMeter) TurnEnded(TurnStats)                {}
+func (noMeter) EngineFailed(string, string)        {}
+func (noMeter) Approval(string)                    {}
+func (noMeter) BusyMessage(string, string, string) {}
 
 // measure tells the Meter how a turn of m on eng ended: terminal is its
 // terminal event, startErr the error of a run that could not start,

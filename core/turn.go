@@ -54,6 +54,11 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 		return nothing
 	}
 	set := d.settings(m, conv)
+	d.mu.Lock()
+	if c.running != nil {
+		c.running.engine = set.engine
+	}
+	d.mu.Unlock()
 	eng := d.opts.Engines[set.engine]
 	if eng == nil {
 		<-d.answer(m, "⚠️ **Error:** engine "+set.engine+" is not configured", true)
@@ -98,6 +103,9 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	if err != nil {
 		terminal = parser.Event{Type: parser.Error, Message: err.Error(), Reason: parser.Failed}
 	} else {
+		// Messages sent meanwhile may go into the run (BusySteer) until
+		// its terminal event; those it could not take queue after it.
+		endSteering := d.startSteering(c, run, set.engine, m, ws.Dir, log)
 		ask := &askState{m: m, key: key, mode: set.mode, run: run, answer: out.answer}
 		// One batch is what the engine had ready at once: one call to the
 		// output for many lines of the CLI.
@@ -125,6 +133,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 				out.add(show...)
 			}
 		}
+		endSteering()
 	}
 	if run != nil {
 		reason := "stopped"

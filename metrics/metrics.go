@@ -10,6 +10,7 @@
 //	golem_platform_rate_limited_total{platform,method}  attempts the platform answered with a rate limit
 //	golem_approvals_total{decision}                permission requests decided: allow, deny, timeout
 //	golem_engine_failures_total{engine,kind}       CLI failures: not_installed, start, crashed, cli_error
+//	golem_busy_messages_total{platform,engine,handling}  messages that came while their answer ran: steered, interrupted, queued
 //
 // plus the Go runtime's and the process's own (go_*, process_*).
 //
@@ -17,7 +18,8 @@
 // method, an outcome): never a message's text, a user's name or id, a
 // channel or a token, so their number stays small whatever the chats do.
 //
-// A Registry implements core.Meter (turns, engine failures, approvals) and
+// A Registry implements core.Meter (turns, engine failures, approvals,
+// busy messages) and
 // retry.Observer (platform calls); core and the adapters know only those
 // small interfaces, so that neither imports Prometheus.
 package metrics
@@ -43,6 +45,7 @@ type Registry struct {
 	rateLimited   *prometheus.CounterVec
 	approvals     *prometheus.CounterVec
 	engineFailure *prometheus.CounterVec
+	busy          *prometheus.CounterVec
 }
 
 var (
@@ -78,8 +81,11 @@ func New() *Registry {
 		engineFailure: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "golem_engine_failures_total", Help: "Engine CLI failures by engine and kind (not_installed, start, crashed, cli_error).",
 		}, []string{"engine", "kind"}),
+		busy: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "golem_busy_messages_total", Help: "Messages that came while their conversation's answer ran, by what was done: steered, interrupted, queued (the engine cannot steer).",
+		}, []string{"platform", "engine", "handling"}),
 	}
-	r.reg.MustRegister(r.turns, r.duration, r.firstText, r.calls, r.rateLimited, r.approvals, r.engineFailure,
+	r.reg.MustRegister(r.turns, r.duration, r.firstText, r.calls, r.rateLimited, r.approvals, r.engineFailure, r.busy,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return r
 }
@@ -116,6 +122,11 @@ func (r *Registry) EngineFailed(engine, kind string) {
 
 // Approval implements core.Meter.
 func (r *Registry) Approval(decision string) { r.approvals.WithLabelValues(decision).Inc() }
+
+// BusyMessage implements core.Meter.
+func (r *Registry) BusyMessage(platform, engine, handling string) {
+	r.busy.WithLabelValues(platform, engine, handling).Inc()
+}
 
 // Called implements retry.Observer.
 func (r *Registry) Called(platform, method string) { r.calls.WithLabelValues(platform, method).Inc() }

@@ -17,8 +17,14 @@ import (
 const contextEnd = "[End of chat context. The message to answer follows.]\n\n"
 
 // withContext turns the chat context on, as bot.yaml's defaults do.
+// The next mention comes as soon as an answer shows, which may be before
+// its turn has ended: busy: queue gives it a turn of its own (the default
+// would steer it into the running one).
 func withContext(maxMessages int) func(*core.Options) {
-	return func(o *core.Options) { o.Context = core.ContextLimits{MaxMessages: maxMessages, MaxChars: 8000} }
+	return func(o *core.Options) {
+		o.Context = core.ContextLimits{MaxMessages: maxMessages, MaxChars: 8000}
+		o.Busy = core.BusyQueue
+	}
 }
 
 // say posts text by user in channel (guild g1); mention puts the bot's

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/internal/bottest"
 )
 
@@ -13,8 +14,15 @@ import (
 // base URL. Everything stops at the end of the test, in order.
 func serveDispatcher(t *testing.T) string {
 	t.Helper()
+	return serveDispatcherWith(t, nil)
+}
+
+// serveDispatcherWith is serveDispatcher with a last say on the
+// dispatcher's options.
+func serveDispatcherWith(t *testing.T, tune func(*core.Options)) string {
+	t.Helper()
 	ln, base := listen(t) // before the bot: cleanups run last first, so the bot stops before ln closes
-	b := bottest.New(t, bottest.Options{Trusted: []string{"http"}})
+	b := bottest.New(t, bottest.Options{Trusted: []string{"http"}, Tune: tune})
 	s, err := New(Options{Listener: ln, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +124,9 @@ func TestEndToEnd(t *testing.T) {
 // turn's stream with "stopped"; a client that leaves mid-turn does not hold
 // up the conversation's next message.
 func TestEndToEndStopAndDisconnect(t *testing.T) {
-	base := serveDispatcher(t)
+	// The message after the slow turn waits for it (busy: queue; the
+	// default would steer it into the turn whose client went away).
+	base := serveDispatcherWith(t, func(o *core.Options) { o.Busy = core.BusyQueue })
 
 	// A turn that writes a little and then hangs.
 	body, _ := json.Marshal(chatRequest{Conversation: "stop", Text: "!text 30\n!hang"})

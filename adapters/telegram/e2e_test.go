@@ -28,6 +28,8 @@ type stack struct {
 	allow []string // default telegram:42
 	// queueDepth is the dispatcher's QueueDepth (its default when 0).
 	queueDepth int
+	// busy is the dispatcher's Busy (steer where the engine can when "").
+	busy core.Busy
 	// context is the dispatcher's chat context (off when zero).
 	context core.ContextLimits
 	opts    Options
@@ -47,7 +49,7 @@ func (st *stack) up() *Adapter {
 	t := st.t
 	st.bot = bottest.New(t, bottest.Options{
 		DB: st.db, Workspace: st.dir, AgentLog: st.log, Scope: st.scope, Allow: st.allow, MaxConcurrent: 100,
-		Tune: func(o *core.Options) { o.QueueDepth, o.Context = st.queueDepth, st.context },
+		Tune: func(o *core.Options) { o.QueueDepth, o.Context, o.Busy = st.queueDepth, st.context, st.busy },
 	})
 	opts := st.opts
 	opts.Token, opts.APIURL, opts.State = st.s.Token(), st.s.URL, st.bot.Store

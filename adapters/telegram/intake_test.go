@@ -141,6 +141,7 @@ func TestE2EAnswersWaitOffThePollLoop(t *testing.T) {
 	st.allow = []string{"telegram:42", "telegram:43"}
 	st.opts.HTTPClient = net.Client()
 	st.queueDepth = -1 // none may wait: a second message is answered "queue full"
+	st.busy = core.BusyQueue
 	st.up()
 	st.s.PushPrivate(ann, "!hang")
 	waitRuns(t, st, 1)

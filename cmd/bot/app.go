@@ -127,6 +127,7 @@ func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 			Approvers: cfg.Permissions.Approvers, Timeout: cfg.Permissions.Timeout},
 		MaxConcurrent: cfg.MaxConcurrent,
 		QueueDepth:    queueDepth,
+		Busy:          cfg.Busy,
 		Logger:        log,
 		Meter:         meter,
 		Footer:        cfg.Footer,

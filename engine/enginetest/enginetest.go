@@ -70,8 +70,8 @@
 //	!hang setsid        the same, but the child runs in a session of its own
 //	                    (as Claude Code's tool commands do), outside the group
 //	!await              wait until a user message steered in on stdin waits to
-//	                    be taken in or was taken in during this turn (or stdin
-//	                    ends); see Steering
+//	                    be taken in, or one arrived since the turn began or
+//	                    the last !await (or stdin ends); see Steering
 //
 // # Approvals
 //

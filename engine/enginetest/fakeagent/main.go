@@ -262,7 +262,7 @@ func (a *agent) took(text string) {
 // in the user messages queued meanwhile and answers "heard: TEXT" for each.
 func (a *agent) turn(s script, prompt string) {
 	a.init()
-	seen := 0 // messages that arrived before this turn
+	seen := 0 // messages that arrived before this turn, or the last !await
 	if a.in != nil {
 		a.took(prompt)
 		seen = a.in.arrivals()
@@ -280,6 +280,7 @@ func (a *agent) turn(s script, prompt string) {
 				fail(2, "fake agent: !await needs --input-format stream-json")
 			}
 			a.in.wait(seen)
+			seen = a.in.arrivals()
 		case "echo":
 			a.say("echo: "+d.arg, 4, 5*time.Millisecond)
 		case "sleep":

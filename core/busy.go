@@ -1,0 +1,254 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/golem-chat/golem/engine"
+)
+
+// Busy is what a message does when its conversation's answer is still
+// running: the busy key of bot.yaml. Commands (/stop, /status, /allow, ...)
+// and approval clicks are never affected: they are answered at once.
+type Busy string
+
+const (
+	// BusyDefault (the zero value) steers where the running turn's engine
+	// can (Capabilities.Steering), and queues otherwise.
+	BusyDefault Busy = ""
+	// BusySteer sends the message into the running turn at once (a user
+	// message on the agent's stdin, engine.Run.Steer) and acknowledges it
+	// in the chat; an engine that cannot take it queues it, and says so
+	// once per conversation.
+	BusySteer Busy = "steer"
+	// BusyInterrupt stops the running answer (its partial text kept,
+	// marked stopped) and runs the new message at once, in the same
+	// session.
+	BusyInterrupt Busy = "interrupt"
+	// BusyQueue queues the message behind the running turn.
+	BusyQueue Busy = "queue"
+)
+
+// ParseBusy returns the Busy named s; "" is BusyDefault.
+func ParseBusy(s string) (Busy, error) {
+	switch b := Busy(s); b {
+	case BusyDefault, BusySteer, BusyInterrupt, BusyQueue:
+		return b, nil
+	}
+	return "", fmt.Errorf("%q is not steer, interrupt or queue", s)
+}
+
+// errSuperseded is the cause with which BusyInterrupt stops a turn.
+var errSuperseded = errors.New("a newer message came in")
+
+// steeredNote answers a message steered into the running answer where the
+// platform cannot mark it otherwise (no Acknowledger, or a stream).
+const steeredNote = "👀 _(noted: added to the answer in progress)_"
+
+// queuedNote tells a conversation, once, that its engine cannot take a
+// message while it answers.
+const queuedNote = "⏳ _%s cannot take messages while it answers; this one runs when the answer is done._"
+
+// steering is a running turn that takes messages (BusySteer on an engine
+// that can): Handle hands them to inbox, and one goroutine of the turn
+// (steerLoop) writes them to the run in order. Guarded by Dispatcher.mu
+// except run, user, userName, dir and wake, which are set once.
+type steering struct {
+	run      *engine.Run
+	user     string // whose message the turn answers
+	userName string
+	dir      string // the turn's working directory, for attachments
+	inbox    []Message
+	steered  int  // messages taken into the turn, for /status
+	ending   bool // the turn is over: steerLoop empties inbox and ends
+	wake     chan struct{}
+	done     chan struct{} // closed when steerLoop has ended
+}
+
+func (s *steering) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// busy decides what Handle does with m while c is busy, with d.mu held:
+// taken is true when m was handed to the running turn (BusySteer), and
+// tellQueued when m queues because the turn's engine cannot steer and the
+// conversation has not been told so yet. BusyInterrupt stops the running
+// turn; m then queues and runs next.
+func (d *Dispatcher) busy(c *conversation, m Message) (taken, tellQueued bool) {
+	r := c.running
+	if r == nil {
+		return false, false
+	}
+	switch d.opts.Busy {
+	case BusyQueue:
+		return false, false
+	case BusyInterrupt:
+		if r.interrupt != nil {
+			r.interrupt()
+			d.meter.BusyMessage(m.Platform, r.engine, "interrupted")
+		}
+		return false, false
+	}
+	if r.engine != "" && !steerable(r.engine) {
+		key := c.key.String()
+		if d.told[key] {
+			return false, false
+		}
+		if len(d.told) >= 10000 {
+			clear(d.told) // bounded; at worst a conversation is told again
+		}
+		d.told[key] = true
+		return false, true
+	}
+	s := r.steer
+	if s == nil || s.ending || len(c.queue) > 0 || len(s.inbox) >= max(d.opts.QueueDepth, 1) {
+		return false, false // not started yet, ending, or behind waiting messages: queue
+	}
+	s.inbox = append(s.inbox, m)
+	s.poke()
+	return true, false
+}
+
+// steerable reports whether the engine named name takes messages while a
+// turn runs.
+func steerable(name string) bool {
+	spec, ok := engine.Find(name)
+	return ok && spec.Capabilities.Steering
+}
+
+// startSteering makes the running turn of c take messages while it runs,
+// when the busy mode and the engine allow it; the returned func ends that
+// and waits until every message handed to the turn was written to the run
+// or put back, in order, at the head of c's queue for a turn of its own.
+func (d *Dispatcher) startSteering(c *conversation, run *engine.Run, eng string, m Message, dir string, log *slog.Logger) (end func()) {
+	if (d.opts.Busy != BusyDefault && d.opts.Busy != BusySteer) || !steerable(eng) {
+		return func() {}
+	}
+	s := &steering{run: run, user: m.User, userName: m.UserName, dir: dir,
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	d.mu.Lock()
+	if c.running != nil {
+		c.running.steer = s
+	}
+	d.mu.Unlock()
+	go d.steerLoop(c, s, log)
+	return func() {
+		d.mu.Lock()
+		s.ending = true
+		if c.running != nil && c.running.steer == s {
+			c.running.steer = nil
+		}
+		d.mu.Unlock()
+		s.poke()
+		<-s.done
+	}
+}
+
+// steerLoop writes the messages handed to s to its run, one at a time, and
+// acknowledges each in the chat. A message the run can no longer take
+// (engine.ErrNotSteerable: its last result came, it was stopped) goes back
+// to the head of the conversation's queue with those after it: nothing
+// handed to a turn is lost.
+func (d *Dispatcher) steerLoop(c *conversation, s *steering, log *slog.Logger) {
+	defer close(s.done)
+	for {
+		d.mu.Lock()
+		if len(s.inbox) == 0 {
+			ending := s.ending
+			d.mu.Unlock()
+			if ending {
+				return
+			}
+			<-s.wake
+			continue
+		}
+		m := s.inbox[0]
+		s.inbox = s.inbox[1:]
+		d.mu.Unlock()
+
+		text, files := s.message(m, log)
+		if err := s.run.Steer(text, files); err != nil {
+			log.Debug("message not steered; queued for a turn of its own", "err", err)
+			d.mu.Lock()
+			back := append([]Message{m}, s.inbox...)
+			s.inbox = nil
+			if c.running != nil && c.running.steer == s {
+				c.running.steer = nil
+			}
+			closing := d.closing
+			if !closing {
+				c.queue = append(back, c.queue...)
+			}
+			d.mu.Unlock()
+			if closing { // as Close does with the queued ones
+				for _, m := range back {
+					d.finishUnstarted(m, shutdownEnd)
+				}
+			}
+			continue
+		}
+		d.mu.Lock()
+		s.steered++
+		eng := ""
+		if c.running != nil {
+			eng = c.running.engine
+		}
+		d.mu.Unlock()
+		d.meter.BusyMessage(m.Platform, eng, "steered")
+		log.Info("message steered into the running turn", "files", len(files))
+		d.acknowledge(m, log)
+	}
+}
+
+// message is what the agent is told of m: its text, from its author when
+// the turn answers someone else (a shared channel), and its files moved
+// into the turn's working directory.
+func (s *steering) message(m Message, log *slog.Logger) (string, []string) {
+	text := m.Text
+	if text == "" {
+		text = "Look at the attached files."
+	}
+	if m.User != s.user {
+		name := m.UserName
+		if name == "" {
+			name = m.User
+		}
+		text = "(from " + name + ") " + text
+	}
+	var files []string
+	for _, a := range moveInto(s.dir, m.Attachments, log) {
+		files = append(files, a.Path)
+	}
+	return text, files
+}
+
+// acknowledge shows in the chat that m went into the running answer: the
+// Poster's Acknowledger (a 👀 reaction) where it has one and it works,
+// else the short steeredNote; a stream (Sink) gets steeredNote and done,
+// the answer itself coming on the running turn's stream.
+func (d *Dispatcher) acknowledge(m Message, log *slog.Logger) {
+	if m.Sink == nil {
+		if a, ok := d.poster(m.Platform).(Acknowledger); ok {
+			if err := a.Acknowledge(d.life, m); err == nil {
+				return
+			} else {
+				log.Debug("acknowledge a steered message", "err", err)
+			}
+		}
+	}
+	d.answer(m, steeredNote, false)
+}
+
+// turnContext returns the context of one turn of a conversation, with its
+// stop (/stop, a shutdown) and its interrupt (BusyInterrupt: a newer
+// message came in, the cause errSuperseded). Either ends the turn
+// "stopped", its partial answer kept.
+func turnContext(parent context.Context) (ctx context.Context, stop, interrupt func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	return ctx, func() { cancel(nil) }, func() { cancel(errSuperseded) }
+}

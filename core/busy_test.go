@@ -1,0 +1,221 @@
+package core_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/engine"
+	"github.com/golem-chat/golem/engine/enginetest"
+	"github.com/golem-chat/golem/parser"
+)
+
+// The fake agent (as Claude Code) answers a message steered in between two
+// of its steps with "heard: TEXT", and one that came too late for its
+// turn with a turn of its own ("echo: TEXT"); `!await` holds a turn until
+// a message is steered in (see enginetest).
+
+// acker is the recorder with reactions: it records what it acknowledged.
+type acker struct {
+	*recorder
+	mu    sync.Mutex
+	acked []string // message ids
+}
+
+func (a *acker) Acknowledge(_ context.Context, m core.Message) error {
+	a.mu.Lock()
+	a.acked = append(a.acked, m.ID)
+	a.mu.Unlock()
+	a.notify()
+	return nil
+}
+
+func (a *acker) ackedIDs() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.acked...)
+}
+
+// queueBusy is busy: queue, for tests of messages that wait behind a
+// running turn (the default steers them into it).
+func queueBusy(o *core.Options) { o.Busy = core.BusyQueue }
+
+func busyHarness(t *testing.T, busy core.Busy) *harness {
+	return newHarness(t, chatLimits, func(o *core.Options) {
+		o.Busy = busy
+		o.Allow = []string{"rec:alice", "rec:bob"}
+	})
+}
+
+// A message sent while the answer runs goes into it: the agent hears it
+// before its next step, the one answer carries both, the agent ran once,
+// and the chat (without reactions) gets the short "(noted)" answer.
+func TestBusySteerMidTurn(t *testing.T) {
+	for _, busy := range []core.Busy{core.BusyDefault, core.BusySteer} {
+		t.Run("busy="+string(busy), func(t *testing.T) {
+			h := busyHarness(t, busy)
+			h.say("alice", "!text 20\n!await\nfinal")
+			h.rec.waitFor("the answer's start", func(texts []string) bool { return len(texts) == 1 && len(texts[0]) >= 20 })
+			h.say("alice", "also this")
+			h.rec.waitText("echo: final")
+			h.rec.waitText("(noted")
+			h.stop()
+			texts := h.rec.texts()
+			if len(texts) != 2 || !strings.Contains(texts[0], "heard: also this") || !strings.HasSuffix(texts[0], "echo: final") {
+				t.Errorf("messages %q, want one answer that heard the steered message, then the note", texts)
+			}
+			if !strings.Contains(texts[len(texts)-1], "(noted") {
+				t.Errorf("the steered message was not acknowledged: %q", texts)
+			}
+			if inv := enginetest.ReadLog(t, h.log); len(inv) != 1 {
+				t.Errorf("the agent ran %d times, want once", len(inv))
+			}
+		})
+	}
+}
+
+// Steered during the answer's last step, the message is answered right
+// after it, in the same answer message; a poster with reactions
+// acknowledges it instead of posting a note. Someone else's message says
+// whose it is.
+func TestBusySteerAfterTheLastStep(t *testing.T) {
+	h := newHarness(t, chatLimits, func(o *core.Options) { o.Allow = []string{"rec:alice", "rec:bob"} })
+	h.stop()
+	a := &acker{recorder: newRecorder(t, chatLimits)}
+	h.rec = a.recorder
+	h.startWith(a)
+	h.say("alice", "!text 20\n!await")
+	h.rec.waitFor("the answer's start", func(texts []string) bool { return len(texts) == 1 && len(texts[0]) >= 20 })
+	h.say("bob", "second")
+	h.rec.waitText("echo: (from bob) second")
+	h.stop()
+	if texts := h.rec.texts(); len(texts) != 1 {
+		t.Errorf("messages %q, want the one answer and no note", texts)
+	}
+	if got := a.ackedIDs(); len(got) != 1 {
+		t.Errorf("acknowledged %q, want the steered message", got)
+	}
+	if inv := enginetest.ReadLog(t, h.log); len(inv) != 1 {
+		t.Errorf("the agent ran %d times, want once", len(inv))
+	}
+}
+
+// Commands are never steered: /status is answered at once, shows the
+// message steered in, and the agent never hears of it.
+func TestBusySteerLeavesCommandsAlone(t *testing.T) {
+	h := busyHarness(t, core.BusySteer)
+	h.say("alice", "!text 20\n!await\n!await\nfinal")
+	h.rec.waitFor("the answer's start", func(texts []string) bool { return len(texts) == 1 && len(texts[0]) >= 20 })
+	h.say("alice", "one")
+	h.rec.waitText("heard: one")
+	h.say("alice", "/status")
+	h.rec.waitText("messages steered into it: 1")
+	h.say("alice", "two")
+	h.rec.waitText("echo: final")
+	h.stop()
+	if all := h.rec.all(); strings.Contains(all, "heard: /status") {
+		t.Errorf("the command went to the agent: %q", h.rec.texts())
+	}
+}
+
+// A stream (the HTTP API) steered into the answer gets the note and done;
+// the answer goes on the running turn's stream.
+func TestBusySteerStream(t *testing.T) {
+	h := busyHarness(t, core.BusyDefault)
+	first := h.sinkMessage("!text 20\n!await\nfinal")
+	var got []parser.Event
+	for len(got) == 0 || got[0].Type != parser.Text {
+		<-first.Ready()
+		got = append(got, first.Take()...)
+	}
+	steered := h.sinkMessage("from the stream")
+	var note []parser.Event
+	for len(note) == 0 || !note[len(note)-1].Terminal() {
+		<-steered.Ready()
+		note = append(note, steered.Take()...)
+	}
+	if len(note) != 2 || note[0].Type != parser.Text || !strings.Contains(note[0].Content, "(noted") || note[1].Type != parser.Done {
+		t.Errorf("the steered stream got %+v, want the note and done", note)
+	}
+	var text strings.Builder
+	for {
+		for _, ev := range got {
+			text.WriteString(ev.Content)
+		}
+		if n := len(got); n > 0 && got[n-1].Terminal() {
+			break
+		}
+		<-first.Ready()
+		got = first.Take()
+	}
+	if s := text.String(); !strings.Contains(s, "heard: from the stream") || !strings.HasSuffix(s, "echo: final") {
+		t.Errorf("the running stream's text %q, want the steered message heard", s)
+	}
+}
+
+// An engine that cannot steer queues the message and says so once per
+// conversation.
+func TestBusySteerQueuesWhereTheEngineCannot(t *testing.T) {
+	h := newHarness(t, chatLimits, func(o *core.Options) {
+		o.Engines = map[string]engine.Engine{"cursor": engine.NewCursor(engine.Config{Command: enginetest.BuildCursor(t),
+			Env: map[string]string{"FAKE_AGENT_LOG": o.Workspace + "/agent.log"}})}
+		o.DefaultEngine = "cursor"
+		o.Permissions.Mode = engine.ModeBypass
+	})
+	h.say("alice", "!text 20\n!hang")
+	h.rec.waitFor("the answer's start", func(texts []string) bool { return len(texts) == 1 && len(texts[0]) >= 20 })
+	h.say("alice", "second")
+	h.say("alice", "third")
+	h.say("alice", "/status")
+	h.rec.waitText("2 waiting")
+	h.stop()
+	if n := strings.Count(h.rec.all(), "cursor cannot take messages while it answers"); n != 1 {
+		t.Errorf("told %d times that cursor cannot steer, want once: %q", n, h.rec.texts())
+	}
+}
+
+// interrupt stops the running answer (kept, marked stopped) and runs the
+// new message at once, resuming the same session.
+func TestBusyInterrupt(t *testing.T) {
+	h := busyHarness(t, core.BusyInterrupt)
+	h.say("alice", "hi")
+	h.rec.waitText("echo: hi")
+	h.say("alice", "!text 20\n!hang")
+	h.rec.waitFor("the second answer's start", func(texts []string) bool { return len(texts) == 2 && len(texts[1]) >= 20 })
+	h.say("alice", "newer")
+	h.rec.waitText("echo: newer")
+	h.stop()
+	texts := h.rec.texts()
+	if len(texts) != 3 || !strings.Contains(texts[1], "Stopped") || len(texts[1]) < 20 {
+		t.Fatalf("messages %q, want the interrupted answer kept and marked stopped, then the new one", texts)
+	}
+	inv := enginetest.ReadLog(t, h.log)
+	if len(inv) != 3 {
+		t.Fatalf("the agent ran %d times, want 3", len(inv))
+	}
+	s1, _ := inv[1].Flag("--resume")
+	s2, _ := inv[2].Flag("--resume")
+	if s1 == "" || s1 != inv[0].SessionID || s2 != s1 {
+		t.Errorf("sessions: first %q, interrupted resumed %q, newer resumed %q; want one session", inv[0].SessionID, s1, s2)
+	}
+}
+
+// queue keeps today's behaviour: the message waits, the running answer
+// never hears of it.
+func TestBusyQueue(t *testing.T) {
+	h := busyHarness(t, core.BusyQueue)
+	h.say("alice", "!text 20\n!hang")
+	h.rec.waitFor("the answer's start", func(texts []string) bool { return len(texts) == 1 && len(texts[0]) >= 20 })
+	h.say("alice", "second")
+	h.say("alice", "/status")
+	h.rec.waitText("1 waiting")
+	h.stop()
+	if all := h.rec.all(); strings.Contains(all, "heard") || strings.Contains(all, "(noted") || strings.Contains(all, "cannot take") {
+		t.Errorf("a queued message was steered or noted: %q", h.rec.texts())
+	}
+	if inv := enginetest.ReadLog(t, h.log); len(inv) != 1 {
+		t.Errorf("the agent ran %d times before the stop, want once", len(inv))
+	}
+}
