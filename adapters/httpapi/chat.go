@@ -110,7 +110,15 @@ func (s *Server) chat(base context.Context, h core.Handler, w http.ResponseWrite
 		if frame.Len() == 0 {
 			continue
 		}
-		if err := writeFrame(rc, w, frame.Bytes()); err != nil {
+		write := writeFrame
+		if terminal {
+			// Not flushed here: the server flushes it when the handler
+			// returns, with the end of the chunked body, in one write,
+			// so the client sees the last event and the stream's end
+			// at once.
+			write = writeLast
+		}
+		if err := write(rc, w, frame.Bytes()); err != nil {
 			q.Close()
 			log.Debug("http: client gone; the turn goes on without it", "err", err, "events", sent)
 			return
@@ -166,6 +174,14 @@ func writeFrame(rc *http.ResponseController, w io.Writer, b []byte) error {
 		return err
 	}
 	return rc.Flush()
+}
+
+// writeLast writes the stream's last frames without flushing them (the
+// server does once the handler returns), with writeTimeout as writeFrame.
+func writeLast(rc *http.ResponseController, w io.Writer, b []byte) error {
+	_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	_, err := w.Write(b)
+	return err
 }
 
 // writeError answers {"error": msg} with status.

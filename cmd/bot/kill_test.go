@@ -35,6 +35,9 @@ func TestMain(m *testing.M) {
 		bareServe(spec)
 		return
 	}
+	if spec, ok := os.LookupEnv(bareStreamEnv); ok {
+		os.Exit(serveBareStream(spec))
+	}
 	os.Exit(m.Run())
 }
 

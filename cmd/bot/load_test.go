@@ -114,13 +114,14 @@ func startServer(b *testing.B, base string, env string) *exec.Cmd {
 // botUsage is what the bot process has used so far.
 type botUsage struct {
 	cpu    time.Duration // the sum of its threads' run time
+	queued time.Duration // and of their time runnable but waiting for a CPU
 	wakes  int64         // times one of its threads was put on a CPU
 	reads  int64         // read system calls (pipes and sockets)
 	writes int64         // write system calls
 }
 
 func (u botUsage) sub(v botUsage) botUsage {
-	return botUsage{u.cpu - v.cpu, u.wakes - v.wakes, u.reads - v.reads, u.writes - v.writes}
+	return botUsage{u.cpu - v.cpu, u.queued - v.queued, u.wakes - v.wakes, u.reads - v.reads, u.writes - v.writes}
 }
 
 // usage reads the bot's threads' schedstat in /proc (exact run time,
@@ -140,8 +141,10 @@ func (lb *loadBot) usage(b *testing.B) botUsage {
 		}
 		f := strings.Fields(string(raw))
 		ns, _ := strconv.ParseInt(f[0], 10, 64)
+		queued, _ := strconv.ParseInt(f[1], 10, 64)
 		slices, _ := strconv.ParseInt(f[2], 10, 64)
 		u.cpu += time.Duration(ns)
+		u.queued += time.Duration(queued)
 		u.wakes += slices
 	}
 	// Per thread: the process's own counts include its reaped children's
@@ -251,7 +254,11 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // spacing; and the first text's latency: from the CLI printing it (a
 // stamp in the text) to the client reading it, and from the request.
 func BenchmarkServeStreamCPU(b *testing.B) {
-	lb := startLoadBot(b, 8)
+	streamCPU(b, startLoadBot(b, 8))
+}
+
+// streamCPU is BenchmarkServeStreamCPU against lb.
+func streamCPU(b *testing.B, lb *loadBot) {
 	const prompt = "!stamp\n!delta-rate 500us 20000"
 	size, lines := cliOutput(b, lb.agent, strings.Replace(prompt, "500us", "0s", 1)) // the same lines, at once
 	lb.chat(b, "warm", "hello")                                                      // the store, the skills, the first process
@@ -289,30 +296,41 @@ func BenchmarkServeStreamCPU(b *testing.B) {
 func BenchmarkServeResultToClose(b *testing.B) {
 	for _, conc := range []int{1, 20} {
 		b.Run("chats="+strconv.Itoa(conc), func(b *testing.B) {
-			lb := startLoadBot(b, conc)
-			const prompt = "!text 2000\n!stamp\n!linger 20ms"
-			lb.chat(b, "warm", "hello")
-			var lat []time.Duration
-			var mu sync.Mutex
-			round := 0
-			for b.Loop() {
-				var wg sync.WaitGroup
-				for i := range conc {
-					wg.Go(func() {
-						r := lb.chat(b, fmt.Sprintf("r%d-%d", round, i), prompt)
-						if len(r.stamps) > 0 {
-							mu.Lock()
-							lat = append(lat, r.closed.Sub(time.Unix(0, r.stamps[len(r.stamps)-1])))
-							mu.Unlock()
-						}
-					})
-				}
-				wg.Wait()
-				round++
-			}
-			b.ReportMetric(ms(median(lat)), "result-to-close-ms")
+			resultToClose(b, startLoadBot(b, conc), conc)
 		})
 	}
+}
+
+// resultToClose is BenchmarkServeResultToClose against lb with conc chats
+// at once.
+func resultToClose(b *testing.B, lb *loadBot, conc int) {
+	const prompt = "!text 2000\n!stamp\n!linger 20ms"
+	lb.chat(b, "warm", "hello")
+	var lat []time.Duration
+	var mu sync.Mutex
+	round := 0
+	before := lb.usage(b)
+	for b.Loop() {
+		var wg sync.WaitGroup
+		for i := range conc {
+			wg.Go(func() {
+				r := lb.chat(b, fmt.Sprintf("r%d-%d", round, i), prompt)
+				if len(r.stamps) > 0 {
+					mu.Lock()
+					lat = append(lat, r.closed.Sub(time.Unix(0, r.stamps[len(r.stamps)-1])))
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		round++
+	}
+	u := lb.usage(b).sub(before)
+	b.ReportMetric(ms(median(lat)), "result-to-close-ms")
+	// How much the server's threads waited for a CPU, per chat: what the
+	// machine's load costs it.
+	b.ReportMetric(ms(u.queued)/float64(round*conc), "queued-ms/chat")
+	b.ReportMetric(ms(u.cpu)/float64(round*conc), "cpu-ms/chat")
 }
 
 // BenchmarkServeTurnStart sends n chats at once to `bot serve`
