@@ -26,6 +26,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("PATCH "+api+"/channels/{c}/messages/{m}", s.editMessage)
 	mux.HandleFunc("POST "+api+"/channels/{c}/messages/{m}/threads", s.startThread)
 	mux.HandleFunc("POST "+api+"/channels/{c}/typing", s.typing)
+	mux.HandleFunc("PUT "+api+"/channels/{c}/messages/{m}/reactions/{emoji}/@me", s.addReaction)
 	mux.HandleFunc("PUT "+api+"/applications/{app}/commands", s.putCommands)
 	mux.HandleFunc("PUT "+api+"/applications/{app}/guilds/{g}/commands", s.putCommands)
 	mux.HandleFunc("GET /attachments/{id}/{i}/{name}", s.attachment)

@@ -99,6 +99,9 @@ type Message struct {
 	ReplyTo     string // message_reference.message_id
 	Thread      string // id of the thread started on it, if any
 	Edits       int
+	// Reactions are the emoji the bot reacted with, in order (a Unicode
+	// emoji, or name:id).
+	Reactions []string
 	// Components are the message's components as last posted or edited
 	// (JSON); "" or "[]" without.
 	Components string
@@ -444,6 +447,7 @@ func (v View) Messages(channel string) []Message {
 		if m := v.s.messages[id]; m.ChannelID == channel && !m.Deleted && m.AuthorID == v.s.opts.BotUserID && m.Type != threadStarter {
 			c := *m
 			c.History = append([]string(nil), m.History...)
+			c.Reactions = append([]string(nil), m.Reactions...)
 			out = append(out, c)
 		}
 	}
@@ -458,6 +462,7 @@ func (v View) All() []Message {
 		if m := v.s.messages[id]; !m.Deleted && m.AuthorID == v.s.opts.BotUserID && m.Type != threadStarter {
 			c := *m
 			c.History = append([]string(nil), m.History...)
+			c.Reactions = append([]string(nil), m.Reactions...)
 			out = append(out, c)
 		}
 	}
@@ -472,6 +477,7 @@ func (v View) Posted(channel string) []Message {
 		if m := v.s.messages[id]; m.ChannelID == channel && !m.Deleted {
 			c := *m
 			c.History = append([]string(nil), m.History...)
+			c.Reactions = append([]string(nil), m.Reactions...)
 			out = append(out, c)
 		}
 	}
@@ -486,6 +492,7 @@ func (v View) Message(id string) (Message, bool) {
 	}
 	c := *m
 	c.History = append([]string(nil), m.History...)
+	c.Reactions = append([]string(nil), m.Reactions...)
 	return c, true
 }
 

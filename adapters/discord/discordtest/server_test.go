@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +151,39 @@ func TestNonce(t *testing.T) {
 	}
 	if n := len(s.Messages("c1")); n != 3 {
 		t.Errorf("%d messages, want 3", n)
+	}
+}
+
+func TestAddReaction(t *testing.T) {
+	s := New(Options{})
+	t.Cleanup(s.Close)
+	id := s.Post(UserMessage{Channel: "c1", Guild: "g1", User: "u1", Content: "hi"})
+	put := func(channel, msg, emoji string) int {
+		req, _ := http.NewRequest(http.MethodPut, s.URL()+"/api/v9/channels/"+channel+"/messages/"+msg+"/reactions/"+url.PathEscape(emoji)+"/@me", nil)
+		req.Header.Set("Authorization", "Bot "+s.Options().BotToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		channel, msg, emoji string
+		want                int
+	}{
+		{"c1", "404404", "👀", http.StatusNotFound},
+		{"c2", id, "👀", http.StatusNotFound},
+		{"c1", id, "eyes", http.StatusBadRequest},
+		{"c1", id, "👀", http.StatusNoContent},
+		{"c1", id, "👀", http.StatusNoContent},
+		{"c1", id, "party:123456789012345678", http.StatusNoContent},
+	} {
+		if got := put(c.channel, c.msg, c.emoji); got != c.want {
+			t.Errorf("PUT %s/%s/%s: %d, want %d", c.channel, c.msg, c.emoji, got, c.want)
+		}
+	}
+	if m, _ := s.Message(id); !slices.Equal(m.Reactions, []string{"👀", "party:123456789012345678"}) {
+		t.Errorf("reactions %v", m.Reactions)
 	}
 }

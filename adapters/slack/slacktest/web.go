@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,11 @@ import (
 
 // maxText is Slack's hard limit on a message's text.
 const maxText = 40000
+
+// emojiName is what reactions.add and reactions.remove take as a name (an
+// emoji's short name without colons, "eyes"); anything else is
+// invalid_name, as Slack answers.
+var emojiName = regexp.MustCompile(`^[a-z0-9_+'-]+(::skin-tone-[2-6])?$`)
 
 // serveAPI answers POST /api/{method}.
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
@@ -236,6 +242,9 @@ func (s *Server) apiLocked(method string, a map[string]string) (map[string]any, 
 		}
 		return map[string]any{"message_ts": s.nextTSLocked()}, ""
 	case "reactions.add", "reactions.remove":
+		if !emojiName.MatchString(a["name"]) {
+			return nil, "invalid_name"
+		}
 		m := s.findLocked(a["channel"], a["timestamp"])
 		if m == nil {
 			return nil, "message_not_found"

@@ -59,6 +59,8 @@ func (s *Server) methodLocked(method string, p url.Values) (result any, code int
 			"file_id": p.Get("file_id"), "file_unique_id": "u" + p.Get("file_id"),
 			"file_size": len(f.data), "file_path": f.path,
 		}, 0, ""
+	case "setMessageReaction":
+		return s.reactLocked(p)
 	case "sendMessageDraft":
 		chatID, _ := strconv.ParseInt(p.Get("chat_id"), 10, 64)
 		if c := s.chats[chatID]; chatID <= 0 || (c != nil && c.typ != "private") {

@@ -82,6 +82,9 @@ type Message struct {
 	At        time.Time // when it was posted (by the fake's clock)
 	File      *SentFile // the photo or document of a sendPhoto or sendDocument
 	From      User      // who sent a pushed message; zero for the bot's
+	// Reactions holds the bot's reaction on the message
+	// (setMessageReaction): at most one emoji.
+	Reactions []string
 	// Mentions are whom the bot's message would notify, as Telegram finds
 	// them: "@name" for each @username in its visible text that is not
 	// inside a word, "tg://user?id=N" for each link to a user.

@@ -445,3 +445,42 @@ func TestPrivacyModeDeliversOnlyWhatIsForTheBot(t *testing.T) {
 		t.Errorf("%d updates, want 5", len(a.Result))
 	}
 }
+
+func TestSetMessageReaction(t *testing.T) {
+	s := New(t, Options{})
+	in := s.PushPrivate(User{ID: 42, FirstName: "Ann"}, "hi")
+	call := func(params url.Values) (int, string) {
+		params.Set("chat_id", "42")
+		resp, err := http.PostForm(s.URL+"/bot"+s.Token()+"/setMessageReaction", params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct {
+			OK   bool   `json:"ok"`
+			Desc string `json:"description"`
+		}
+		json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out.Desc
+	}
+	id := strconv.FormatInt(in.MessageID, 10)
+	cases := []struct {
+		params url.Values
+		code   int
+		desc   string
+	}{
+		{url.Values{"message_id": {"999"}, "reaction": {`[{"type":"emoji","emoji":"👀"}]`}}, 400, "Bad Request: message to react not found"},
+		{url.Values{"message_id": {id}, "reaction": {`[{"type":"emoji","emoji":"🦀"}]`}}, 400, "Bad Request: REACTION_INVALID"},
+		{url.Values{"message_id": {id}, "reaction": {`[{"type":"emoji","emoji":"👀"},{"type":"emoji","emoji":"👍"}]`}}, 400, "Bad Request: REACTIONS_TOO_MANY"},
+		{url.Values{"message_id": {id}, "reaction": {`{`}}, 400, "Bad Request: can't parse reaction types JSON object"},
+		{url.Values{"message_id": {id}, "reaction": {`[{"type":"emoji","emoji":"👀"}]`}}, 200, ""},
+	}
+	for _, c := range cases {
+		if code, desc := call(c.params); code != c.code || desc != c.desc {
+			t.Errorf("%v: %d %q, want %d %q", c.params, code, desc, c.code, c.desc)
+		}
+	}
+	if m := s.Messages(42)[0]; len(m.Reactions) != 1 || m.Reactions[0] != "👀" {
+		t.Errorf("reactions %v, want 👀", m.Reactions)
+	}
+}
