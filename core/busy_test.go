@@ -219,3 +219,21 @@ func TestBusyQueue(t *testing.T) {
 		t.Errorf("the agent ran %d times before the stop, want once", len(inv))
 	}
 }
+
+// Interrupted, even the conversation's first turn keeps its session: the
+// new message resumes what the stopped one did.
+func TestBusyInterruptKeepsTheFirstTurnsSession(t *testing.T) {
+	h := busyHarness(t, core.BusyInterrupt)
+	h.say("alice", "!text 20\n!hang")
+	h.rec.waitFor("the answer's start", func(texts []string) bool { return len(texts) == 1 && len(texts[0]) >= 20 })
+	h.say("alice", "newer")
+	h.rec.waitText("echo: newer")
+	h.stop()
+	inv := enginetest.ReadLog(t, h.log)
+	if len(inv) != 2 {
+		t.Fatalf("the agent ran %d times, want 2", len(inv))
+	}
+	if s, _ := inv[1].Flag("--resume"); s == "" || s != inv[0].SessionID {
+		t.Errorf("the newer message resumed %q, want the interrupted turn's session %q", s, inv[0].SessionID)
+	}
+}

@@ -173,7 +173,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	saved, counted := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(saved)
-		if terminal.Type == parser.Done && terminal.SessionID != "" {
+		if terminal.SessionID != "" && (terminal.Type == parser.Done || cutShort(terminal)) {
 			d.saveSession(c, gen, key, set.engine, terminal.SessionID, log)
 		}
 	}()
@@ -209,6 +209,13 @@ func (d *Dispatcher) saveSession(c *conversation, gen int, key, eng, session str
 	if err != nil {
 		log.Error("save session", "err", err)
 	}
+}
+
+// cutShort reports whether ev ended a turn that was stopped (/stop, busy:
+// interrupt) or timed out: the session it was in is kept, so the next turn
+// resumes what the agent did.
+func cutShort(ev parser.Event) bool {
+	return ev.Type == parser.Error && (ev.Reason == parser.Stopped || ev.Reason == parser.TimedOut)
 }
 
 // outcome names how a turn ended, for logs (and metrics): "done", or the

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -122,5 +123,46 @@ func TestClaudeRealSteerAfterLastStep(t *testing.T) {
 	}
 	if done.Stats == nil || done.Stats.NumTurns == nil || *done.Stats.NumTurns < 2 {
 		t.Errorf("done stats %+v, want both turns counted", done.Stats)
+	}
+}
+
+// A run stopped mid-turn (busy: interrupt, /stop) ends "stopped" with the
+// session the CLI announced, and resuming that session works: the next
+// turn's model request has the stopped turn's prompt in it.
+func TestClaudeRealStoppedRunKeepsItsSession(t *testing.T) {
+	t.Parallel()
+	c := newRealClaude(t)
+	held, release := heldScenario(c.srv, "stopped", anthropictest.Text("Never seen."), anthropictest.Text("Resumed."))
+	defer close(release)
+	ctx, stop := context.WithCancel(realCtx(t))
+	defer stop()
+	e := c.newEngine("stopped", engine.Config{})
+	r, err := e.Run(ctx, engine.Turn{Prompt: "FIRST-PROMPT", Workdir: c.workdir, Mode: engine.ModeBypass})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		<-held
+		stop()
+	}()
+	var events []parser.Event
+	for ev := range r.Events() {
+		events = append(events, ev)
+	}
+	last := events[len(events)-1]
+	if last.Type != parser.Error || last.Reason != parser.Stopped || !realUUID.MatchString(last.SessionID) {
+		t.Fatalf("the stopped run ended with %+v, want stopped with the session id; events: %s", last, realDump(events))
+	}
+	next := c.run(t, e, engine.Turn{Prompt: "SECOND-PROMPT", SessionID: last.SessionID})
+	if done := realDone(t, next); done.SessionID != last.SessionID {
+		t.Errorf("the resumed run's session is %q, want %q", done.SessionID, last.SessionID)
+	}
+	reqs := c.srv.MessageRequests("stopped")
+	var all []string
+	for _, m := range reqs[len(reqs)-1].Messages {
+		all = append(all, m.Text())
+	}
+	if got := strings.Join(all, "\n"); !strings.Contains(got, "FIRST-PROMPT") || !strings.Contains(got, "SECOND-PROMPT") {
+		t.Errorf("the resumed turn's model request does not hold both prompts: %q", got)
 	}
 }

@@ -27,9 +27,10 @@
 //     and in the debug log: tokens go nowhere;
 //   - "stopped" (parser.Stopped) when ctx is cancelled, "timed out"
 //     (parser.TimedOut) when its deadline passes (or its cancel cause wraps
-//     context.DeadlineExceeded). Callers branch on the reason, never on the
-//     text. The CLI's process
-//     group and every process below it (Claude Code runs tool commands in
+//     context.DeadlineExceeded), with the session id the CLI announced if
+//     it did (parser.SessionTeller), so that what the run did can be
+//     resumed. Callers branch on the reason, never on the text. The CLI's
+//     process group and every process below it (Claude Code runs tool commands in
 //     sessions of their own) get SIGTERM, then SIGKILL after two seconds;
 //     the terminal event comes after they exited or were sent SIGKILL.
 //

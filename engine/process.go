@@ -136,7 +136,9 @@ func (c *cli) loop(ctx context.Context, r *Run, path string, t Turn, key string,
 		}
 	}
 	if ctx.Err() != nil && final.Type != parser.Done {
+		session := final.SessionID // the session follow learned, if any
 		final = stopEvent(ctx)
+		final.SessionID = session
 	}
 	r.finish(final)
 }
@@ -410,6 +412,9 @@ func (c *cli) follow(ctx context.Context, r *Run, p *process, mayRetry bool) (fi
 		final = *parsed
 	case ctx.Err() != nil:
 		final = stopEvent(ctx)
+		if st, ok := p.parser.(parser.SessionTeller); ok {
+			final.SessionID = st.SessionID()
+		}
 	case turns.done != nil || turns.failure != nil:
 		final, _ = turns.last() // its stdin closed after steerGrace, the CLI said no more
 	default:

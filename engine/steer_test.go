@@ -190,3 +190,27 @@ func TestSteerWithoutReplayEnds(t *testing.T) {
 		t.Errorf("the run ended with %+v, want done", last)
 	}
 }
+
+// A stopped run ends with the session its CLI announced, so that the next
+// turn can resume it.
+func TestStoppedRunTellsItsSession(t *testing.T) {
+	t.Parallel()
+	e, log := fake(t, "claude-code", engine.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r, err := e.Run(ctx, engine.Turn{Prompt: "!text 10\n!hang", Workdir: t.TempDir(), Mode: engine.ModeBypass})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last parser.Event
+	for ev := range r.Events() {
+		if ev.Type == parser.Text {
+			cancel()
+		}
+		last = ev
+	}
+	inv := enginetest.ReadLog(t, log)
+	if last.Reason != parser.Stopped || len(inv) != 1 || last.SessionID != inv[0].SessionID {
+		t.Errorf("the stopped run ended with %+v; want stopped in session %+v", last, inv)
+	}
+}

@@ -100,7 +100,10 @@ type Event struct {
 	Name    string
 	Args    json.RawMessage // a JSON object; nil marshals as {}
 	Message string
-	// SessionID is the session a done event's run can be resumed with.
+	// SessionID is the session a done event's run can be resumed with;
+	// on an error with Reason Stopped or TimedOut, the session the run was
+	// in when the CLI had said so (Claude Code's and Cursor's system/init;
+	// see SessionTeller), else "". Not part of an error's JSON shape.
 	SessionID string
 	// Reason is why an Error event ended the run; Failed (the zero value)
 	// for the CLI's own error. Message is what to show; never branch on it.

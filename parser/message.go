@@ -5,6 +5,20 @@ package parser
 // same pass as the line, keeping strings in their encoded form until needed;
 // and the session id and duration of their system/init and result lines.
 
+// SessionTeller is implemented by parsers that learn a run's session
+// before its result line (a system/init line): SessionID returns it, ""
+// while unknown. The engine gives it to a run that is stopped, so that the
+// conversation's next turn resumes what the stopped one did.
+type SessionTeller interface {
+	SessionID() string
+}
+
+// SessionID implements SessionTeller.
+func (p *ClaudeCode) SessionID() string { return p.sessionID }
+
+// SessionID implements SessionTeller.
+func (p *Cursor) SessionID() string { return p.sessionID }
+
 // rememberInit keeps the session id of a system/init line in *id, for a
 // result line that lacks one.
 func rememberInit(id *string, subtype, sessionID jstr) {
