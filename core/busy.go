@@ -234,11 +234,11 @@ func (s *steering) message(m Message, log *slog.Logger) (string, []string) {
 func (d *Dispatcher) acknowledge(m Message, log *slog.Logger) {
 	if m.Sink == nil {
 		if a, ok := d.poster(m.Platform).(Acknowledger); ok {
-			if err := a.Acknowledge(d.life, m); err == nil {
+			err := a.Acknowledge(d.life, m)
+			if err == nil {
 				return
-			} else {
-				log.Debug("acknowledge a steered message", "err", err)
 			}
+			log.Debug("acknowledge a steered message; noting it instead", "err", err)
 		}
 	}
 	d.answer(m, steeredNote, false)
