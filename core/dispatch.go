@@ -135,6 +135,9 @@ type running struct {
 	// steer takes messages into the turn while it runs (BusySteer on an
 	// engine that can); nil before the run started and once it ends.
 	steer *steering
+	// queued is true until the turn has one of MaxConcurrent's slots: it
+	// is a message waiting, for Load.
+	queued bool
 }
 
 var _ Handler = (*Dispatcher)(nil)
@@ -360,12 +363,15 @@ func (d *Dispatcher) work(c *conversation) {
 		m := c.queue[0]
 		c.queue = c.queue[1:]
 		ctx, stop, interrupt := turnContext(d.life)
-		c.running = &running{started: time.Now(), stop: stop, interrupt: interrupt}
+		c.running = &running{started: time.Now(), stop: stop, interrupt: interrupt, queued: true}
 		gen := c.generation
 		d.mu.Unlock()
 
 		select {
 		case d.slots <- struct{}{}:
+			d.mu.Lock()
+			c.running.queued = false
+			d.mu.Unlock()
 			release := sync.OnceFunc(func() { <-d.slots })
 			forget := d.runTurn(ctx, c, m, gen, release)
 			release()

@@ -99,19 +99,18 @@ func (d *Dispatcher) measure(m Message, eng string, terminal parser.Event, start
 
 // Load reports how many turns run now (holding one of MaxConcurrent's
 // slots) and how many messages wait: behind their conversation's turn, or
-// for a slot.
+// for a slot. A turn whose agent has exited and that is still finishing
+// (its slot given back) is neither.
 func (d *Dispatcher) Load() (running, waiting int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	running = len(d.slots)
-	busy := 0
 	for _, c := range d.convs {
-		busy += len(c.queue)
-		if c.running != nil {
-			busy++
+		waiting += len(c.queue)
+		if c.running != nil && c.running.queued {
+			waiting++
 		}
 	}
-	return running, max(busy-running, 0)
+	return len(d.slots), waiting
 }
 
 // engineFor is the engine a turn of m would run on, for a turn that never
