@@ -43,6 +43,9 @@ func ParseBusy(s string) (Busy, error) {
 // errSuperseded is the cause with which BusyInterrupt stops a turn.
 var errSuperseded = errors.New("a newer message came in")
 
+// supersededNote ends an answer that BusyInterrupt stopped.
+const supersededNote = "⏹️ _Stopped for the newer message._"
+
 // steeredNote answers a message steered into the running answer where the
 // platform cannot mark it otherwise (no Acknowledger, or a stream).
 const steeredNote = "👀 _(noted: added to the answer in progress)_"

@@ -188,8 +188,8 @@ func TestBusyInterrupt(t *testing.T) {
 	h.rec.waitText("echo: newer")
 	h.stop()
 	texts := h.rec.texts()
-	if len(texts) != 3 || !strings.Contains(texts[1], "Stopped") || len(texts[1]) < 20 {
-		t.Fatalf("messages %q, want the interrupted answer kept and marked stopped, then the new one", texts)
+	if len(texts) != 3 || !strings.Contains(texts[1], "Stopped for the newer message") || len(texts[1]) < 20 {
+		t.Fatalf("messages %q, want the interrupted answer kept and marked stopped for the newer message, then the new one", texts)
 	}
 	inv := enginetest.ReadLog(t, h.log)
 	if len(inv) != 3 {

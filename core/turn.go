@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -75,7 +76,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 		end := parser.Event{Type: parser.Error, Reason: parser.Failed,
 			Message: "golem could not prepare this conversation's working directory: " + err.Error()}
 		d.measure(m, set.engine, end, nil, time.Time{})
-		out.finish(end, d.opts.Timeout, handback{})
+		out.finish(end, Notice(end, d.opts.Timeout), handback{})
 		return out.close
 	}
 
@@ -185,7 +186,11 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 		<-counted
 	}
 	d.measure(m, set.engine, terminal, startErr, firstText) // before the answer ends: a reader of it sees the turn counted
-	out.finish(terminal, d.opts.Timeout, back)
+	notice := Notice(terminal, d.opts.Timeout)
+	if terminal.Reason == parser.Stopped && errors.Is(context.Cause(ctx), errSuperseded) {
+		notice = supersededNote
+	}
+	out.finish(terminal, notice, back)
 	<-saved
 	<-counted
 	if run != nil {
@@ -239,8 +244,8 @@ type turnOutput struct {
 	add func(...parser.Event)
 	// finish ends the answer with the terminal event and hands back the
 	// files the agent left (to a Sink before the terminal event, on a
-	// platform under the answer's final text).
-	finish  func(terminal parser.Event, timeout time.Duration, back handback)
+	// platform under the answer's final text, followed by notice).
+	finish  func(terminal parser.Event, notice string, back handback)
 	close   func()
 	started func(engine.Group)
 	// answer is the answer message so far (zero until it is posted, and
@@ -260,7 +265,7 @@ func (d *Dispatcher) output(m Message, key string, log *slog.Logger) turnOutput 
 		f.t.Stream = true
 		return turnOutput{
 			add: m.Sink,
-			finish: func(ev parser.Event, _ time.Duration, back handback) {
+			finish: func(ev parser.Event, _ string, back handback) {
 				m.Sink(append(back.sinkEvents(), ev)...) // one write: the files, then the end
 			},
 			close:   f.end,
@@ -271,7 +276,7 @@ func (d *Dispatcher) output(m Message, key string, log *slog.Logger) turnOutput 
 	a := d.poster(m.Platform)
 	if a == nil {
 		log.Error("no poster registered and no sink to answer on")
-		return turnOutput{add: func(...parser.Event) {}, finish: func(parser.Event, time.Duration, handback) {}, close: func() {},
+		return turnOutput{add: func(...parser.Event) {}, finish: func(parser.Event, string, handback) {}, close: func() {},
 			answer: func() MessageRef { return MessageRef{} }}
 	}
 	place := d.place(m)
@@ -297,9 +302,9 @@ func (d *Dispatcher) output(m Message, key string, log *slog.Logger) turnOutput 
 	}
 	return turnOutput{
 		add: r.Add,
-		finish: func(ev parser.Event, timeout time.Duration, back handback) {
+		finish: func(_ parser.Event, notice string, back handback) {
 			stopTyping()
-			r.Finish(Notice(ev, timeout))
+			r.Finish(notice)
 			back.toPoster(d.life, a, place, answerRef(), log)
 		},
 		close:   f.end,
