@@ -81,7 +81,8 @@ func (s *steering) poke() {
 // taken is true when m was handed to the running turn (BusySteer), and
 // tellQueued when m queues because the turn's engine cannot steer and the
 // conversation has not been told so yet. BusyInterrupt stops the running
-// turn; m then queues and runs next.
+// turn unless the queue is full (see waitLimit); m then queues and runs
+// next.
 func (d *Dispatcher) busy(c *conversation, m Message) (taken, tellQueued bool) {
 	r := c.running
 	if r == nil {
@@ -91,7 +92,7 @@ func (d *Dispatcher) busy(c *conversation, m Message) (taken, tellQueued bool) {
 	case BusyQueue:
 		return false, false
 	case BusyInterrupt:
-		if r.interrupt != nil {
+		if r.interrupt != nil && len(c.queue) < d.waitLimit() { // full: refused, the answer goes on
 			r.interrupt()
 			d.meter.BusyMessage(m.Platform, r.engine, "interrupted")
 		}
@@ -115,6 +116,16 @@ func (d *Dispatcher) busy(c *conversation, m Message) (taken, tellQueued bool) {
 	s.inbox = append(s.inbox, m)
 	s.poke()
 	return true, false
+}
+
+// waitLimit is how many messages may wait in a conversation's queue:
+// QueueDepth, none when it is negative; with BusyInterrupt at least one,
+// the newer message, which waits only for the answer it stopped to end.
+func (d *Dispatcher) waitLimit() int {
+	if d.opts.Busy == BusyInterrupt {
+		return max(d.opts.QueueDepth, 1)
+	}
+	return max(d.opts.QueueDepth, 0)
 }
 
 // steerable reports whether the engine named name takes messages while a

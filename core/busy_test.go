@@ -237,3 +237,23 @@ func TestBusyInterruptKeepsTheFirstTurnsSession(t *testing.T) {
 		t.Errorf("the newer message resumed %q, want the interrupted turn's session %q", s, inv[0].SessionID)
 	}
 }
+
+// With queue_depth: 0 (core's negative QueueDepth: none may wait), interrupt
+// still runs the newer message: it waits for nothing but the stopped answer
+// to end, and is not refused after stopping the answer.
+func TestBusyInterruptWithNoWaitingAllowed(t *testing.T) {
+	h := newHarness(t, chatLimits, func(o *core.Options) {
+		o.Busy, o.QueueDepth = core.BusyInterrupt, -1
+	})
+	h.say("alice", "!text 20\n!hang")
+	h.rec.waitFor("the answer's start", func(texts []string) bool { return len(texts) == 1 && len(texts[0]) >= 20 })
+	h.say("alice", "newer")
+	h.rec.waitFor("the newer message answered or refused", func(texts []string) bool {
+		all := strings.Join(texts, "\n")
+		return strings.Contains(all, "echo: newer") || strings.Contains(all, "messages are waiting")
+	})
+	h.stop()
+	if all := h.rec.all(); !strings.Contains(all, "echo: newer") || strings.Contains(all, "messages are waiting") {
+		t.Errorf("the answer was stopped and the newer message refused: %q", h.rec.texts())
+	}
+}

@@ -320,7 +320,7 @@ func (d *Dispatcher) Handle(_ context.Context, m Message) {
 			return
 		}
 	}
-	if busy && len(c.queue) >= max(d.opts.QueueDepth, 0) {
+	if busy && len(c.queue) >= d.waitLimit() {
 		n := len(c.queue)
 		d.mu.Unlock()
 		d.answer(m, fmt.Sprintf("⏳ I'm still working on this conversation and %d messages are waiting. Wait for the answer, or send /stop.", n), true)
