@@ -185,7 +185,7 @@ func (d *Dispatcher) steerLoop(c *conversation, s *steering, log *slog.Logger) {
 		s.inbox = s.inbox[1:]
 		d.mu.Unlock()
 
-		text, files := s.message(m, log)
+		text, files := s.message(&m, log)
 		if err := s.run.Steer(text, files); err != nil {
 			log.Debug("message not steered; queued for a turn of its own", "err", err)
 			d.mu.Lock()
@@ -221,8 +221,9 @@ func (d *Dispatcher) steerLoop(c *conversation, s *steering, log *slog.Logger) {
 
 // message is what the agent is told of m: its text, from its author when
 // the turn answers someone else (a shared channel), and its files moved
-// into the turn's working directory.
-func (s *steering) message(m Message, log *slog.Logger) (string, []string) {
+// into the turn's working directory; m's attachments are left where they
+// now are, for a turn of its own should the run not take it.
+func (s *steering) message(m *Message, log *slog.Logger) (string, []string) {
 	text := m.Text
 	if text == "" {
 		text = "Look at the attached files."
@@ -234,8 +235,9 @@ func (s *steering) message(m Message, log *slog.Logger) (string, []string) {
 		}
 		text = "(from " + name + ") " + text
 	}
+	m.Attachments = moveInto(s.dir, m.Attachments, log)
 	var files []string
-	for _, a := range moveInto(s.dir, m.Attachments, log) {
+	for _, a := range m.Attachments {
 		files = append(files, a.Path)
 	}
 	return text, files

@@ -2,6 +2,9 @@ package core_test
 
 import (
 	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -255,5 +258,98 @@ func TestBusyInterruptWithNoWaitingAllowed(t *testing.T) {
 	h.stop()
 	if all := h.rec.all(); !strings.Contains(all, "echo: newer") || strings.Contains(all, "messages are waiting") {
 		t.Errorf("the answer was stopped and the newer message refused: %q", h.rec.texts())
+	}
+}
+
+// unsteerable is an in-process engine under Claude Code's name: core takes
+// it for one that steers, and every Steer fails (the run takes no input),
+// as for a message that comes just after the run's last result. Its first
+// run holds until release; each run records its turn and the files it was
+// given that did not exist.
+type unsteerable struct {
+	release chan struct{}
+	mu      sync.Mutex
+	prompts []string
+	missing []string
+}
+
+func (u *unsteerable) Name() string            { return "claude-code" }
+func (u *unsteerable) Lookup() (string, error) { return "unsteerable", nil }
+func (u *unsteerable) Run(ctx context.Context, t engine.Turn) (*engine.Run, error) {
+	u.mu.Lock()
+	first := len(u.prompts) == 0
+	u.prompts = append(u.prompts, t.Prompt)
+	for _, f := range t.Files {
+		if _, err := os.Stat(f); err != nil {
+			u.missing = append(u.missing, f)
+		}
+	}
+	u.mu.Unlock()
+	ch := make(chan parser.Event, 2)
+	go func() {
+		defer close(ch)
+		ch <- parser.Event{Type: parser.Text, Content: "echo: " + t.Prompt}
+		if first {
+			select {
+			case <-u.release:
+			case <-ctx.Done():
+			}
+		}
+		ch <- parser.Event{Type: parser.Done, SessionID: "s"}
+	}()
+	return engine.NewRun(ch), nil
+}
+
+// logWatch is a log handler that closes seen at the first record whose
+// message is msg.
+type logWatch struct {
+	msg  string
+	seen chan struct{}
+	once *sync.Once
+}
+
+func (w logWatch) Enabled(context.Context, slog.Level) bool { return true }
+func (w logWatch) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == w.msg {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return nil
+}
+func (w logWatch) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w logWatch) WithGroup(string) slog.Handler      { return w }
+
+// A message handed to a run that can no longer take it gets a turn of its
+// own after it, in order with those sent after it, and with its files:
+// those moved into the working directory for the steer are found there.
+func TestMessageNotSteeredRunsNextWithItsFiles(t *testing.T) {
+	workdir := t.TempDir()
+	eng := &unsteerable{release: make(chan struct{})}
+	requeued := logWatch{msg: "message not steered; queued for a turn of its own", seen: make(chan struct{}), once: &sync.Once{}}
+	h := newHarness(t, chatLimits, func(o *core.Options) {
+		o.Engines = map[string]engine.Engine{"claude-code": eng}
+		o.Channels = map[string]core.Override{"rec:C1": {Workdir: workdir}}
+		o.Logger = slog.New(requeued)
+	})
+	h.say("alice", "first")
+	h.rec.waitText("echo: first")
+	in := core.Inbox{Dir: filepath.Join(h.opts.Workspace, "inbox")}
+	att, err := in.Save("report.txt", strings.NewReader("numbers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.d.Handle(context.Background(), core.Message{Platform: "rec", Channel: "C1", User: "alice", ID: "m-steer-att",
+		Text: "second", Attachments: []core.Attachment{att}})
+	<-requeued.seen
+	h.say("alice", "third")
+	close(eng.release)
+	h.rec.waitText("echo: third")
+	h.stop()
+	eng.mu.Lock()
+	defer eng.mu.Unlock()
+	if len(eng.prompts) != 3 || eng.prompts[0] != "first" || !strings.HasPrefix(eng.prompts[1], "second") || eng.prompts[2] != "third" {
+		t.Errorf("the agent was asked %q, want first, second, third", eng.prompts)
+	}
+	if len(eng.missing) > 0 {
+		t.Errorf("the turn of the message not steered was given files that are not there: %q", eng.missing)
 	}
 }
