@@ -1,15 +1,14 @@
 package telegram
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
-	"slices"
-	"sync"
+	"strconv"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/internal/journal"
 	"github.com/golem-chat/golem/internal/relay"
 )
 
@@ -46,39 +45,47 @@ type taken struct {
 // the journal's updates on again, downloading their files anew; the ones
 // that had reached Handle just before the kill are dropped there as
 // duplicates, since Handle records each event id before it returns. No
-// update is lost and none is handed on twice.
+// update is lost and none is handed on twice (see internal/journal, also
+// for its bound).
 type intake struct {
 	a     *Adapter
 	ctx   context.Context
 	h     core.Handler
 	chats *relay.Relay[lane, taken]
-
-	mu      sync.Mutex
-	pending map[int64]json.RawMessage // the journal, by update id
-	dirty   bool                      // pending changed since it was last saved
+	j     *journal.Journal // the updates confirmed but not yet handed on
 }
 
 func (a *Adapter) newIntake(ctx context.Context, h core.Handler) *intake {
-	in := &intake{a: a, ctx: ctx, h: h, pending: map[int64]json.RawMessage{}}
+	in := &intake{a: a, ctx: ctx, h: h, j: journal.New(journal.Options{
+		Store: a.opts.State, Key: pendingKey, ID: updateID, Logger: a.log,
+	})}
 	in.chats = relay.New(in.deliver)
 	return in
+}
+
+// updateID is the journal's id of an update: its update_id.
+func updateID(raw json.RawMessage) string {
+	var head struct {
+		UpdateID *int64 `json:"update_id"`
+	}
+	if json.Unmarshal(raw, &head) != nil || head.UpdateID == nil {
+		return ""
+	}
+	return strconv.FormatInt(*head.UpdateID, 10)
 }
 
 // replay takes the journal's updates again, oldest first, before polling
 // starts. Updates from offset on are dropped from it instead: they were
 // never confirmed, so Telegram sends them again.
 func (in *intake) replay(offset int64) {
-	for _, u := range in.load() {
-		if offset != 0 && u.id >= offset {
-			continue
+	in.j.Replay(func(raw json.RawMessage) bool {
+		id, _ := strconv.ParseInt(updateID(raw), 10, 64)
+		if offset != 0 && id >= offset {
+			return false
 		}
-		in.a.log.Info("telegram: handing on an update taken before the restart", "update_id", u.id)
-		in.take(u.id, u.raw)
-	}
-	in.mu.Lock()
-	in.dirty = true // what was loaded minus what is handed on or dropped
-	in.mu.Unlock()
-	in.save()
+		in.a.log.Info("telegram: handing on an update taken before the restart", "update_id", id)
+		return in.take(id, raw)
+	})
 }
 
 // take hands on the message of one update, if it is one for the bot, and
@@ -118,18 +125,14 @@ func (in *intake) take(id int64, raw json.RawMessage) bool {
 		in.done(id)
 		return false
 	}
-	in.mu.Lock()
-	if _, held := in.pending[id]; !held {
-		in.pending[id], in.dirty = raw, true
-	}
-	in.mu.Unlock()
+	kept := in.j.Keep(strconv.FormatInt(id, 10), raw)
 	in.chats.Add(l, func() (taken, bool) {
 		in.a.attach(in.ctx, &m, files)
 		// Stopped meanwhile: the download was cut short, so leave the
 		// update in the journal for the next start.
 		return taken{update: id, m: m}, in.ctx.Err() == nil
 	})
-	return true
+	return kept
 }
 
 // deliver hands a prepared message to the handler in its lane's order.
@@ -142,84 +145,10 @@ func (in *intake) deliver(_ lane, t taken) {
 }
 
 // done strikes an update from the journal once it needs no handing on.
-func (in *intake) done(id int64) {
-	in.mu.Lock()
-	_, held := in.pending[id]
-	if held {
-		delete(in.pending, id)
-		in.dirty = true
-	}
-	in.mu.Unlock()
-	if held {
-		in.save()
-	}
-}
+func (in *intake) done(id int64) { in.j.Done(strconv.FormatInt(id, 10)) }
 
-// save writes the journal if it changed. Writes are made under the lock,
-// so the journal stored is always the latest one.
-func (in *intake) save() {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if !in.dirty || in.a.opts.State == nil {
-		in.dirty = false
-		return
-	}
-	var value []byte // nil removes the key
-	if len(in.pending) > 0 {
-		ids := make([]int64, 0, len(in.pending))
-		for id := range in.pending {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		raws := make([]json.RawMessage, len(ids))
-		for i, id := range ids {
-			raws[i] = in.pending[id]
-		}
-		value, _ = json.Marshal(raws)
-	}
-	if err := in.a.opts.State.Save(pendingKey, value); err != nil {
-		in.a.log.Error("telegram: saving the updates not yet handed on failed", "err", err)
-		return
-	}
-	in.dirty = false
-}
-
-type journaled struct {
-	id  int64
-	raw json.RawMessage
-}
-
-// load reads the journal, oldest update first, into pending.
-func (in *intake) load() []journaled {
-	if in.a.opts.State == nil {
-		return nil
-	}
-	b, err := in.a.opts.State.Load(pendingKey)
-	if err != nil {
-		in.a.log.Error("telegram: loading the updates not yet handed on failed", "err", err)
-		return nil
-	}
-	if len(b) == 0 {
-		return nil
-	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(b, &raws); err != nil {
-		in.a.log.Error("telegram: the saved updates not yet handed on are unreadable; dropped", "err", err)
-		return nil
-	}
-	var out []journaled
-	for _, raw := range raws {
-		var head struct {
-			UpdateID int64 `json:"update_id"`
-		}
-		if json.Unmarshal(raw, &head) != nil {
-			continue
-		}
-		out = append(out, journaled{head.UpdateID, raw})
-	}
-	slices.SortFunc(out, func(a, b journaled) int { return cmp.Compare(a.id, b.id) })
-	return out
-}
+// save writes the journal if it changed.
+func (in *intake) save() { in.j.Save() }
 
 // close waits until every message being prepared has been handed on, or
 // dropped because ctx ended (those stay in the journal).
