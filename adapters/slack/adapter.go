@@ -21,6 +21,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/internal/journal"
 	"github.com/golem-chat/golem/internal/relay"
 	"github.com/golem-chat/golem/internal/retry"
 )
@@ -50,6 +51,10 @@ type Options struct {
 	// MaxUpload is the largest file Upload takes, in bytes; default and at
 	// most MaxUpload (Slack's 1 GB).
 	MaxUpload int64
+	// State keeps, across restarts, the messages acked to Slack but not yet
+	// handed on (see internal/journal), under "slack.pending"; nil keeps
+	// them in memory only, so a kill loses those.
+	State core.StateStore
 	// HTTPClient is used for every Web API call and file transfer;
 	// default a client that gives up on an answer not begun within 30 s
 	// of the request. Besides, one attempt of a Web API call is bounded to
@@ -97,6 +102,8 @@ type Adapter struct {
 	// in hands messages on in their channel's order; made by Start, used
 	// from Start's goroutine.
 	in *relay.Relay[lane, core.Message]
+	// journal keeps the messages acked but not yet handed on; made by Start.
+	journal *journal.Journal
 
 	posted map[string]string // per channel: the latest ts the bot posted; guarded by mu
 }
@@ -183,7 +190,9 @@ func (a *Adapter) Measure(markdown string) int { return utf8.RuneCountInString(M
 // and delivers messages to h until ctx is done; slack-go reconnects after a
 // dropped socket or a disconnect request. Every envelope is acked as soon
 // as it arrives, before any slow work, and its message handed to h in its
-// channel's order (see inOrder). Start returns nil after ctx ends and
+// channel's order (see inOrder); a message that cannot be handed on at once
+// is journaled first, and the journal of the last run handed on before the
+// socket opens. Start returns nil after ctx ends and
 // an error when the tokens are refused, once every message still being
 // prepared has been handed on or dropped.
 func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
@@ -199,12 +208,15 @@ func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
 	a.mu.Unlock()
 	a.log.Info("slack: authenticated", "team", auth.TeamID, "bot_user", auth.UserID)
 
+	a.journal = journal.New(journal.Options{Store: a.opts.State, Key: pendingKey, ID: eventID, Logger: a.log})
 	a.in = relay.New(func(_ lane, m core.Message) {
 		if ctx.Err() == nil {
 			h.Handle(ctx, m)
+			a.journal.Done(m.EventID)
 		}
 	})
 	defer a.in.Close()
+	a.replay(ctx, h)
 	sm := socketmode.New(a.client,
 		socketmode.OptionLog(slog.NewLogLogger(a.log.Handler(), slog.LevelDebug)))
 	runErr := make(chan error, 1)
@@ -251,13 +263,24 @@ func (a *Adapter) authenticate(ctx context.Context) (*slackapi.AuthTestResponse,
 	}
 }
 
-// onSocketEvent acks an envelope at once and hands what it carries on.
-// It runs on Start's goroutine and must not block on slow work.
+// onSocketEvent acks an envelope at once and hands what it carries on; a
+// message that waits before it reaches the handler is journaled before its
+// envelope is acked (see inOrder). It runs on Start's goroutine and must
+// not block on slow work.
 func (a *Adapter) onSocketEvent(ctx context.Context, sm *socketmode.Client, h core.Handler, ev socketmode.Event) {
-	if ev.Request != nil && ev.Request.EnvelopeID != "" {
+	acked := false
+	ack := func() {
+		if acked || ev.Request == nil || ev.Request.EnvelopeID == "" {
+			return
+		}
+		acked = true
 		if err := sm.AckCtx(ctx, ev.Request.EnvelopeID, nil); err != nil {
 			a.log.Warn("slack: ack an envelope", "type", ev.Type, "err", err)
 		}
+	}
+	defer ack()
+	if ev.Type != socketmode.EventTypeEventsAPI {
+		ack()
 	}
 	switch ev.Type {
 	case socketmode.EventTypeConnected:
@@ -267,13 +290,13 @@ func (a *Adapter) onSocketEvent(ctx context.Context, sm *socketmode.Client, h co
 	case socketmode.EventTypeConnectionError:
 		a.log.Warn("slack: socket connection failed; retrying", "err", ev.Data)
 	case socketmode.EventTypeEventsAPI:
-		a.onEventsAPI(ctx, h, ev)
+		a.onEventsAPI(ctx, h, ev, ack)
 	case socketmode.EventTypeInteractive:
 		a.onInteractive(ctx, h, ev)
 	case socketmode.EventTypeSlashCommand:
 		if cmd, ok := ev.Data.(slackapi.SlashCommand); ok {
 			if m, ok := a.fromSlashCommand(cmd); ok {
-				a.inOrder(ctx, h, m, nil)
+				a.inOrder(ctx, h, m, nil, nil, nil)
 			}
 		}
 	}

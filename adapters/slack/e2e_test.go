@@ -30,6 +30,8 @@ type botConfig struct {
 	tune func(*core.Options)
 	// adapter, when set, adjusts the adapter before it starts.
 	adapter func(*Adapter)
+	// state, when set, wraps the store the adapter keeps its journal in.
+	state func(core.StateStore) core.StateStore
 }
 
 // startBot starts golem against fake and waits until its socket is open.
@@ -40,7 +42,10 @@ func startBot(t testing.TB, fake *slacktest.Server, agentLog string, cfg botConf
 		Tune: cfg.tune,
 	})}
 	opts := Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, APIURL: fake.URL,
-		Inbox: core.Inbox{Dir: t.TempDir()}, Logger: b.Log}
+		Inbox: core.Inbox{Dir: t.TempDir()}, State: b.Store, Logger: b.Log}
+	if cfg.state != nil {
+		opts.State = cfg.state(b.Store)
+	}
 	if cfg.edit != nil {
 		cfg.edit(&opts)
 	}

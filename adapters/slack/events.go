@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,42 +16,81 @@ import (
 	"github.com/golem-chat/golem/core"
 )
 
+// pendingKey is where, in Options.State, the messages acked to Slack but
+// not yet handed to the handler are kept.
+const pendingKey = "slack.pending"
+
+// eventID is the journal's id of an Events API payload: its event_id,
+// which is also the message's EventID.
+func eventID(raw json.RawMessage) string {
+	var head struct {
+		EventID string `json:"event_id"`
+	}
+	_ = json.Unmarshal(raw, &head)
+	return head.EventID
+}
+
 // onEventsAPI turns an app_mention or a direct message into a core.Message.
 // A message with files is prepared on its own goroutine, so the socket
-// keeps reading while they download; see inOrder.
-func (a *Adapter) onEventsAPI(ctx context.Context, h core.Handler, ev socketmode.Event) {
+// keeps reading while they download; see inOrder. ack acks the envelope.
+func (a *Adapter) onEventsAPI(ctx context.Context, h core.Handler, ev socketmode.Event, ack func()) {
 	outer, ok := ev.Data.(slackevents.EventsAPIEvent)
-	if !ok || outer.Type != slackevents.CallbackEvent {
+	if !ok {
 		return
+	}
+	retry := 0
+	var raw json.RawMessage
+	if ev.Request != nil {
+		retry, raw = ev.Request.RetryAttempt, ev.Request.Payload
+	}
+	a.takeEvent(ctx, h, outer, raw, retry, ack)
+}
+
+// replay hands on the messages the last run journaled, oldest first,
+// before the socket opens; their files are downloaded anew. Those that had
+// reached the handler just before golem stopped are dropped there as
+// duplicates of their event id.
+func (a *Adapter) replay(ctx context.Context, h core.Handler) {
+	a.journal.Replay(func(raw json.RawMessage) bool {
+		outer, err := slackevents.ParseEvent(raw, slackevents.OptionNoVerifyToken())
+		if err != nil {
+			a.log.Error("slack: a journaled event that cannot be decoded dropped", "err", err)
+			return false
+		}
+		a.log.Info("slack: handing on an event taken before the restart", "event_id", eventID(raw))
+		return a.takeEvent(ctx, h, outer, raw, 0, nil)
+	})
+}
+
+// takeEvent hands on the message of one Events API payload, if it is one
+// for the bot, and reports whether it was journaled (see inOrder).
+func (a *Adapter) takeEvent(ctx context.Context, h core.Handler, outer slackevents.EventsAPIEvent, raw json.RawMessage, retry int, ack func()) bool {
+	if outer.Type != slackevents.CallbackEvent {
+		return false
 	}
 	cb, _ := outer.Data.(*slackevents.EventsAPICallbackEvent)
 	if cb == nil {
-		return
+		return false
 	}
 	var (
 		m     core.Message
 		files []slackapi.File
+		ok    bool
 	)
 	switch e := outer.InnerEvent.Data.(type) {
 	case *slackevents.AppMentionEvent:
 		m, files, ok = a.fromMention(e)
 	case *slackevents.MessageEvent:
 		m, files, ok = a.fromDirectMessage(e)
-	default:
-		ok = false
 	}
 	if !ok {
-		return
+		return false
 	}
 	m.EventID = cb.EventID
 	m.Workspace = outer.TeamID
-	retry := 0
-	if ev.Request != nil {
-		retry = ev.Request.RetryAttempt
-	}
 	a.log.Debug("slack: message", "event_id", m.EventID, "channel", m.Channel, "user", m.User,
 		"dm", m.DM, "files", len(files), "retry_attempt", retry)
-	a.inOrder(ctx, h, m, files)
+	return a.inOrder(ctx, h, m, files, raw, ack)
 }
 
 // lane is the order a message keeps: the messages of one channel reach the
@@ -65,24 +105,42 @@ type lane struct {
 
 // inOrder hands m to h after its files are saved and after the messages of
 // its lane that came before it. A message with nothing to wait for is
-// handed on at once (Handle does not block); the others are prepared on a
-// goroutine of their own, so the socket keeps reading. Called from Start's
-// goroutine only, in the order events arrive.
-func (a *Adapter) inOrder(ctx context.Context, h core.Handler, m core.Message, files []slackapi.File) {
+// handed on at once (Handle does not block), after its envelope is acked;
+// the others are prepared on a goroutine of their own, so the socket keeps
+// reading, and the Events API payload they came in (raw, if any) is first
+// journaled, then the envelope acked: Slack does not send an acked
+// envelope again, so a kill meanwhile would otherwise lose it. It reports
+// whether m was journaled. ack may be nil. Called from Start's goroutine
+// only, in the order events arrive.
+func (a *Adapter) inOrder(ctx context.Context, h core.Handler, m core.Message, files []slackapi.File, raw json.RawMessage, ack func()) bool {
+	if ack == nil {
+		ack = func() {}
+	}
 	l := lane{channel: m.Channel, urgent: core.Overtakes(m.Text)}
 	if len(files) > 0 && !core.Admitted(h, m) {
 		files = nil // a stranger's files are not fetched: the message is refused
 	}
 	if len(files) == 0 && a.in.Idle(l) {
+		ack()
 		h.Handle(ctx, m)
-		return
+		a.journal.Done(m.EventID) // a replayed one
+		return false
 	}
+	kept := false
+	if raw != nil && m.EventID != "" {
+		kept = a.journal.Keep(m.EventID, raw)
+		a.journal.Save()
+	}
+	ack()
 	a.in.Add(l, func() (core.Message, bool) {
 		if len(files) > 0 {
 			a.attach(ctx, &m, files)
 		}
+		// Stopped meanwhile: a download may have been cut short, so
+		// the message stays in the journal for the next start.
 		return m, ctx.Err() == nil
 	})
+	return kept
 }
 
 // fromMention normalizes an app_mention in a channel. Mentions in direct

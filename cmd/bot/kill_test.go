@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golem-chat/golem/adapters/slack/slacktest"
 	"github.com/golem-chat/golem/adapters/telegram/telegramtest"
 	"github.com/golem-chat/golem/engine/enginetest"
 )
@@ -170,5 +171,83 @@ http: {listen: ""}
 	}
 	if n := len(enginetest.ReadLog(t, agentLog)); n != 1 {
 		t.Errorf("the agent ran %d times, want once (the interrupted message must not run again)", n)
+	}
+}
+
+// TestHardKilledBotLosesNoSlackMessage: golem killed outright (SIGKILL)
+// while a Slack message's file is still being fetched, after its envelope
+// was acked (Slack never sends it again): the next start hands the message
+// on from the store, fetches the file again and answers it, once.
+func TestHardKilledBotLosesNoSlackMessage(t *testing.T) {
+	sl := slacktest.New(slacktest.Options{})
+	t.Cleanup(sl.Close)
+	dir := t.TempDir()
+	agentLog := filepath.Join(dir, "agent.log")
+	config := fmt.Sprintf(`
+engine: claude-code
+workspace: ./ws
+store: ./data/golem.db
+skills: ""
+access:
+  allow: ["slack:U1"]
+engines:
+  claude-code: {command: %q, env: {FAKE_AGENT_LOG: %q}}
+slack: {bot_token: %q, app_token: %q, api_url: %q}
+http: {listen: ""}
+`, enginetest.Build(t), agentLog, slacktest.BotToken, slacktest.AppToken, sl.URL)
+	path := filepath.Join(dir, "bot.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	var log1 syncBuffer
+	first := startBot(t, &log1, "serve", "--config", path)
+	if !sl.Wait(30*time.Second, func() bool { return sl.Open() == 1 }) {
+		t.Fatalf("golem did not connect to Slack; log:\n%s", log1.String())
+	}
+	f := sl.AddFile("notes.txt", "text/plain", []byte("the notes"))
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	sl.Fail("files.info", 1, slacktest.Failure{Until: hold}) // the event names the file only: golem asks files.info
+	d, err := sl.Deliver(slacktest.Event{Type: "message", ChannelType: "im", SubType: "file_share", User: "U1", Channel: "D1",
+		Text: "see the file", Files: []map[string]any{{"id": f["id"], "file_access": "check_file_info"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sl.Wait(30*time.Second, func() bool { _, acked := sl.Acked(d.EnvelopeID); return acked && sl.Holding("files.info") == 1 }) {
+		t.Fatalf("the envelope was not acked with files.info held; log:\n%s", log1.String())
+	}
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait()
+
+	var log2 syncBuffer
+	second := startBot(t, &log2, "serve", "--config", path)
+	answered := func() int {
+		n := 0
+		for _, m := range sl.BotMessages("D1") {
+			n += strings.Count(m.Text, "echo: see the file")
+		}
+		return n
+	}
+	if !sl.Wait(30*time.Second, func() bool { return answered() > 0 }) {
+		t.Fatalf("the message was not answered after the restart; log:\n%s", log2.String())
+	}
+	if err := second.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Wait(); err != nil {
+		t.Errorf("the restarted bot exited with %v; log:\n%s", err, log2.String())
+	}
+	invs := enginetest.ReadLog(t, agentLog)
+	if len(invs) != 1 || !strings.Contains(invs[0].Prompt, "notes.txt") {
+		t.Errorf("the agent ran %d times (%+v), want once, with the file", len(invs), invs)
+	}
+	if n := answered(); n != 1 {
+		t.Errorf("the message was answered %d times, want once", n)
+	}
+	if n := sl.Downloads(f["id"].(string)); n != 1 {
+		t.Errorf("the file was downloaded %d times, want once", n)
 	}
 }
