@@ -26,6 +26,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/internal/journal"
 	"github.com/golem-chat/golem/internal/relay"
 	"github.com/golem-chat/golem/internal/retry"
 )
@@ -37,6 +38,11 @@ type Options struct {
 	Guilds []string // register slash commands in these guilds (instant); empty: globally
 	Inbox  core.Inbox
 	Logger *slog.Logger
+	// State keeps, across restarts, the messages taken from the gateway
+	// but not yet handed on (see internal/journal), under
+	// "discord.pending"; nil keeps them in memory only, so a kill loses
+	// those.
+	State core.StateStore
 
 	// ChannelLimit requests per ChannelWindow may create or edit messages
 	// in one channel (edits included); default 5 per 5 s, Discord's
@@ -79,6 +85,10 @@ type Adapter struct {
 	flat         map[string]bool         // channels where no thread can be started: DMs, threads
 
 	in *relay.Relay[lane, core.Message] // hands messages on in their channel's order
+	// journal keeps the messages taken but not yet handed on; replayed
+	// once, at the first READY.
+	journal  *journal.Journal
+	replayed sync.Once
 
 	asked asked     // the gateway's objects of messages handed on, for History
 	nicks nicknames // the guild nicknames of the authors the gateway showed
@@ -144,6 +154,7 @@ func New(opts Options) (*Adapter, error) {
 		flat:         map[string]bool{},
 	}
 	a.in = relay.New(a.deliver)
+	a.journal = journal.New(journal.Options{Store: opts.State, Key: pendingKey, ID: messageID, Logger: log})
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	s.Client = &http.Client{Timeout: 30 * time.Second, Transport: rewrite{base: base, next: transport}}
 	a.http = &http.Client{Timeout: 2 * time.Minute, Transport: transport}
@@ -290,6 +301,7 @@ func (a *Adapter) onReady(_ *discordgo.Session, r *discordgo.Ready) {
 	}
 	a.mu.Unlock()
 	a.log.Info("connected to gateway", "guilds", len(r.Guilds))
+	a.replayed.Do(a.replay)
 }
 
 // commands are the slash commands golem registers.

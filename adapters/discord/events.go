@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -45,26 +46,68 @@ func (a *Adapter) inOrder(channel, text string, prepare func() (core.Message, bo
 }
 
 // deliver hands a prepared message to the handler, unless the adapter has
-// stopped meanwhile.
+// stopped meanwhile (a message taken from the gateway then stays in the
+// journal for the next start).
 func (a *Adapter) deliver(_ lane, m core.Message) {
-	if h, ctx, _ := a.running(); h != nil {
+	if h, ctx, _ := a.running(); h != nil && ctx.Err() == nil {
 		h.Handle(ctx, m)
+		a.journal.Done(m.EventID)
 	}
 }
 
-// onMessage turns a MESSAGE_CREATE that is addressed to the bot (a DM, an
-// @mention, or a reply to one of its messages) into a core.Message. The
-// bot's own messages, other bots', webhooks' and system messages are
-// ignored, and so is guild chatter that does not address the bot: it never
-// reaches the agent.
+// pendingKey is where, in Options.State, the messages taken from the
+// gateway but not yet handed to the handler are kept.
+const pendingKey = "discord.pending"
+
+// messageID is the journal's id of a message: its id, also its EventID.
+func messageID(raw json.RawMessage) string {
+	var head struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(raw, &head)
+	return head.ID
+}
+
+// replay hands on the messages the last run journaled, oldest first, at
+// the first READY (the bot's id known, no MESSAGE_CREATE taken yet); their
+// attachments are downloaded anew. Those that had reached the handler just
+// before golem stopped are dropped there as duplicates of their event id.
+func (a *Adapter) replay() {
+	a.journal.Replay(func(raw json.RawMessage) bool {
+		var m discordgo.Message
+		if err := json.Unmarshal(raw, &m); err != nil {
+			a.log.Error("a journaled message that cannot be decoded dropped", "err", err)
+			return false
+		}
+		a.log.Info("handing on a message taken before the restart", "message_id", m.ID)
+		return a.take(&m)
+	})
+}
+
+// onMessage takes a MESSAGE_CREATE; see take.
 func (a *Adapter) onMessage(_ *discordgo.Session, e *discordgo.MessageCreate) {
+	if e.Message != nil {
+		a.take(e.Message)
+	}
+}
+
+// take turns a message that is addressed to the bot (a DM, an @mention,
+// or a reply to one of its messages) into a core.Message. The bot's own
+// messages, other bots', webhooks' and system messages are ignored, and so
+// is guild chatter that does not address the bot: it never reaches the
+// agent. A message with no attachment and nothing before it in its lane
+// goes to the handler at once (Handle does not block); any other is
+// journaled before the gateway goes on (Discord does not send a message
+// again once its sequence has passed), prepared on a goroutine of its own
+// and struck once handed on. take reports whether m was journaled. Called
+// on the gateway's goroutine only (SyncEvents), in the order events come.
+func (a *Adapter) take(m *discordgo.Message) bool {
 	_, _, botID := a.running()
-	m := e.Message
-	if botID == "" || m == nil || m.Author == nil || m.Author.ID == botID || m.Author.Bot || m.WebhookID != "" {
-		return
+	if botID == "" || m.Author == nil || m.Author.ID == botID || m.Author.Bot || m.WebhookID != "" {
+		return false
 	}
 	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
-		return
+		return false
 	}
 	a.nicks.saw(m) // also from chatter not addressed to the bot, which a context may quote
 	dm := m.GuildID == ""
@@ -78,7 +121,7 @@ func (a *Adapter) onMessage(_ *discordgo.Session, e *discordgo.MessageCreate) {
 		mentioned = true
 	}
 	if !dm && !mentioned {
-		return
+		return false
 	}
 	if dm {
 		a.mu.Lock()
@@ -94,13 +137,31 @@ func (a *Adapter) onMessage(_ *discordgo.Session, e *discordgo.MessageCreate) {
 		Mentioned: mentioned, DM: dm,
 	}
 	atts := m.Attachments
-	if h, _, _ := a.running(); h != nil && len(atts) > 0 && !core.Admitted(h, msg) {
+	h, ctx, _ := a.running()
+	if h == nil {
+		return true // stopped: a replayed message stays in the journal
+	}
+	if len(atts) > 0 && !core.Admitted(h, msg) {
 		atts = nil // a stranger's files are not fetched: the message is refused
 	}
-	a.inOrder(m.ChannelID, msg.Text, func() (core.Message, bool) {
+	l := lane{channel: m.ChannelID, urgent: core.Overtakes(msg.Text)}
+	if len(atts) == 0 && a.in.Idle(l) {
+		h.Handle(ctx, msg)
+		a.journal.Done(m.ID) // a replayed one
+		return false
+	}
+	kept := false
+	if raw, err := json.Marshal(m); err == nil {
+		kept = a.journal.Keep(m.ID, raw)
+		a.journal.Save()
+	}
+	a.in.Add(l, func() (core.Message, bool) {
 		a.attach(&msg, atts)
-		return msg, true
+		// Stopped meanwhile: a download may have been cut short, so the
+		// message stays in the journal for the next start.
+		return msg, ctx.Err() == nil
 	})
+	return kept
 }
 
 // onInteraction answers a slash command: it defers the interaction at once

@@ -156,6 +156,7 @@ type Server struct {
 	window       map[string][]time.Time
 	nonces       map[string]string // channel + "/" + nonce -> message id, for enforce_nonce
 	scripts      []*script429
+	holding      int // requests held by a Failure.Until now
 	rateLimited  int
 	gw           gateway
 }
@@ -344,6 +345,16 @@ func (s *Server) late(next http.Handler) http.Handler {
 			return
 		}
 		if sc.until != nil {
+			s.mu.Lock()
+			s.holding++
+			s.notify()
+			s.mu.Unlock()
+			defer func() {
+				s.mu.Lock()
+				s.holding--
+				s.notify()
+				s.mu.Unlock()
+			}()
 			select {
 			case <-sc.until:
 				next.ServeHTTP(w, r)
@@ -483,6 +494,9 @@ func (v View) Posted(channel string) []Message {
 	}
 	return out
 }
+
+// Holding is how many requests a Failure.Until holds now.
+func (v View) Holding() int { return v.s.holding }
 
 // Message returns a copy of message id (the bot's or a user's).
 func (v View) Message(id string) (Message, bool) {

@@ -187,3 +187,35 @@ func TestAddReaction(t *testing.T) {
 		t.Errorf("reactions %v", m.Reactions)
 	}
 }
+
+// A request held by Failure.Until counts in Holding until it is released,
+// then is served as usual.
+func TestHolding(t *testing.T) {
+	s := New(Options{})
+	defer s.Close()
+	release := make(chan struct{})
+	s.Fail("POST /channels/c1/messages$", 1, Failure{Until: release})
+	done := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", s.URL()+"/api/v9/channels/c1/messages", strings.NewReader(`{"content":"a"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bot "+s.Options().BotToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	if !s.Wait(5*time.Second, func(v View) bool { return v.Holding() == 1 }) {
+		t.Fatal("the request is not held")
+	}
+	close(release)
+	if status := <-done; status != 200 {
+		t.Fatalf("the released request answered %d", status)
+	}
+	if !s.Wait(5*time.Second, func(v View) bool { return v.Holding() == 0 && len(v.Messages("c1")) == 1 }) {
+		t.Error("the released request is still held or did not post")
+	}
+}
