@@ -303,6 +303,7 @@ func (c *cli) follow(ctx context.Context, r *Run, p *process, mayRetry bool) (fi
 	guard := parser.NewGuard(p.parser)
 	var parsed *parser.Event
 	var turns between            // result lines that steered messages followed
+	takenAtResult := 0           // the messages the CLI had taken in at the last of them
 	early := make(chan struct{}) // closed when the terminal event went out early
 	stdoutDone := make(chan error, 1)
 	p.stdout.r = r
@@ -333,6 +334,7 @@ func (c *cli) follow(ctx context.Context, r *Run, p *process, mayRetry bool) (fi
 				retry := mayRetry && ev.Type == parser.Error && !texted && resumeFailure(ev.Message)
 				if !retry && ctx.Err() == nil && !r.endTurn() {
 					turns.add(ev) // steered messages follow: the run goes on
+					takenAtResult = r.takenCount()
 					guard.Continue()
 					continue
 				}
@@ -406,6 +408,7 @@ func (c *cli) follow(ctx context.Context, r *Run, p *process, mayRetry bool) (fi
 	p.stderr.Close()
 
 	reason := exitReason(p.cmd.ProcessState, waitErr)
+	exitedOK := p.cmd.ProcessState != nil && p.cmd.ProcessState.Success()
 	log := c.log.With("pid", p.cmd.Process.Pid, "exit", reason, "duration_ms", time.Since(p.started).Milliseconds())
 	switch {
 	case parsed != nil:
@@ -415,13 +418,12 @@ func (c *cli) follow(ctx context.Context, r *Run, p *process, mayRetry bool) (fi
 		if st, ok := p.parser.(parser.SessionTeller); ok {
 			final.SessionID = st.SessionID()
 		}
-	case turns.done != nil || turns.failure != nil:
+	case (turns.done != nil || turns.failure != nil) && exitedOK && r.takenCount() == takenAtResult:
 		final, _ = turns.last() // its stdin closed after steerGrace, the CLI said no more
-	default:
+	default: // also a CLI that failed in the turn of a message steered in
 		if s := tail.String(); s != "" {
 			reason += "; stderr: " + s
 		}
-		exitedOK := p.cmd.ProcessState != nil && p.cmd.ProcessState.Success()
 		final, _ = guard.End(exitedOK, reason) // a CLI without a result line ends here
 		if final.Type == parser.Error {
 			// The message reaches the chat; tokens go to no log either.

@@ -26,7 +26,9 @@ var ErrNotSteerable = errors.New("the run takes no more messages")
 //     turn of its own in the same session, with a result line of its own:
 //     the run then does not end at the first result line but at the last,
 //     whose done carries the whole run's duration, turns and tokens. An
-//     error result before the last becomes a warning.
+//     error result before the last becomes a warning; a CLI that exits
+//     failing (or without a result) in a later turn ends the run with
+//     that failure, not with the done before it.
 //
 // The run tells the two apart by the CLI's replay of each message it takes
 // in (--replay-user-messages): a result line ends the run once every
@@ -57,6 +59,14 @@ func (r *Run) took() {
 	if r.control != nil {
 		r.control.took()
 	}
+}
+
+// takenCount is the number of messages the CLI of the run took in so far.
+func (r *Run) takenCount() int {
+	if r.control == nil {
+		return 0
+	}
+	return r.control.takenCount()
 }
 
 // endTurn reports whether a result line ends the run: always for a run

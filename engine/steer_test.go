@@ -214,3 +214,26 @@ func TestStoppedRunTellsItsSession(t *testing.T) {
 		t.Errorf("the stopped run ended with %+v; want stopped in session %+v", last, inv)
 	}
 }
+
+// A CLI that crashes in the turn of a steered message ends the run with
+// the crash, not with the done of the turn before: the steered message's
+// answer is cut short, and the chat is told.
+func TestSteeredTurnCrashEndsTheRun(t *testing.T) {
+	t.Parallel()
+	e, _ := fake(t, "claude-code", engine.Config{})
+	r, err := e.Run(context.Background(), engine.Turn{Prompt: "!await", Workdir: t.TempDir(), Mode: engine.ModeBypass})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Steer("!text 10\n!crash 3", nil); err != nil {
+		t.Fatalf("steer: %v", err)
+	}
+	var events []parser.Event
+	for ev := range r.Events() {
+		events = append(events, ev)
+	}
+	checkOneTerminal(t, events)
+	if last := events[len(events)-1]; last.Type != parser.Error || last.Reason != parser.Crashed {
+		t.Errorf("the run ended with %+v, want the crash", last)
+	}
+}
