@@ -7,6 +7,7 @@ package slack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -279,7 +280,7 @@ func (a *Adapter) onSocketEvent(ctx context.Context, sm *socketmode.Client, h co
 		}
 	}
 	defer ack()
-	if ev.Type != socketmode.EventTypeEventsAPI {
+	if ev.Type != socketmode.EventTypeEventsAPI && ev.Type != socketmode.EventTypeSlashCommand {
 		ack()
 	}
 	switch ev.Type {
@@ -296,7 +297,11 @@ func (a *Adapter) onSocketEvent(ctx context.Context, sm *socketmode.Client, h co
 	case socketmode.EventTypeSlashCommand:
 		if cmd, ok := ev.Data.(slackapi.SlashCommand); ok {
 			if m, ok := a.fromSlashCommand(cmd); ok {
-				a.inOrder(ctx, h, m, nil, nil, nil)
+				var raw json.RawMessage
+				if ev.Request != nil {
+					raw = ev.Request.Payload
+				}
+				a.inOrder(ctx, h, m, nil, raw, ack)
 			}
 		}
 	}

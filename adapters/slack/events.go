@@ -20,13 +20,18 @@ import (
 // not yet handed to the handler are kept.
 const pendingKey = "slack.pending"
 
-// eventID is the journal's id of an Events API payload: its event_id,
-// which is also the message's EventID.
+// eventID is the journal's id of a payload, which is also its message's
+// EventID: an Events API payload's event_id, a slash command's
+// "command:" and trigger_id.
 func eventID(raw json.RawMessage) string {
 	var head struct {
-		EventID string `json:"event_id"`
+		EventID   string `json:"event_id"`
+		TriggerID string `json:"trigger_id"`
 	}
 	_ = json.Unmarshal(raw, &head)
+	if head.EventID == "" && head.TriggerID != "" {
+		return "command:" + head.TriggerID
+	}
 	return head.EventID
 }
 
@@ -46,18 +51,28 @@ func (a *Adapter) onEventsAPI(ctx context.Context, h core.Handler, ev socketmode
 	a.takeEvent(ctx, h, outer, raw, retry, ack)
 }
 
-// replay hands on the messages the last run journaled, oldest first,
-// before the socket opens; their files are downloaded anew. Those that had
-// reached the handler just before golem stopped are dropped there as
-// duplicates of their event id.
+// replay hands on the messages and slash commands the last run journaled,
+// oldest first, before the socket opens; their files are downloaded anew.
+// Those that had reached the handler just before golem stopped are dropped
+// there as duplicates of their event id.
 func (a *Adapter) replay(ctx context.Context, h core.Handler) {
 	a.journal.Replay(func(raw json.RawMessage) bool {
+		id := eventID(raw)
+		a.log.Info("slack: handing on an event taken before the restart", "event_id", id)
+		if strings.HasPrefix(id, "command:") {
+			var cmd slackapi.SlashCommand
+			if err := json.Unmarshal(raw, &cmd); err != nil {
+				a.log.Error("slack: a journaled slash command that cannot be decoded dropped", "event_id", id, "err", err)
+				return false
+			}
+			m, ok := a.fromSlashCommand(cmd)
+			return ok && a.inOrder(ctx, h, m, nil, raw, nil)
+		}
 		outer, err := slackevents.ParseEvent(raw, slackevents.OptionNoVerifyToken())
 		if err != nil {
-			a.log.Error("slack: a journaled event that cannot be decoded dropped", "err", err)
+			a.log.Error("slack: a journaled event that cannot be decoded dropped", "event_id", id, "err", err)
 			return false
 		}
-		a.log.Info("slack: handing on an event taken before the restart", "event_id", eventID(raw))
 		return a.takeEvent(ctx, h, outer, raw, 0, nil)
 	})
 }

@@ -52,6 +52,20 @@ func answers(fake *slacktest.Server, channel, text string) int {
 	return strings.Count(joinTexts(fake.BotMessages(channel)), text)
 }
 
+// modelAnswers is how many times the bot has said, in a message or
+// privately, that the model is set.
+func modelAnswers(fake *slacktest.Server) int {
+	n := 0
+	for _, method := range []string{"chat.postMessage", "chat.postEphemeral"} {
+		for _, c := range fake.Calls(method) {
+			if c.Status == 200 && c.Error == "" && strings.Contains(c.Args["text"], "Model set to") {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // waitAnswer waits until the bot has said text in channel.
 func waitAnswer(t *testing.T, fake *slacktest.Server, channel, text string) {
 	t.Helper()
@@ -76,10 +90,15 @@ func TestE2EKillWhileAFileDownloadsLosesNothing(t *testing.T) {
 	d1 := b.say(withFile)
 	net.WaitHeld(t, 1)
 	d2 := b.say(im("and fix it"))
+	d3, err := r.fake.SlashCommand("U1", "D1", "/golem", "model opus")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !r.fake.Wait(20*time.Second, func() bool {
 		_, ok1 := r.fake.Acked(d1.EnvelopeID)
 		_, ok2 := r.fake.Acked(d2.EnvelopeID)
-		return ok1 && ok2
+		_, ok3 := r.fake.Acked(d3.EnvelopeID)
+		return ok1 && ok2 && ok3
 	}) {
 		t.Fatal("the envelopes were not acked")
 	}
@@ -87,6 +106,9 @@ func TestE2EKillWhileAFileDownloadsLosesNothing(t *testing.T) {
 		if !journaled(b.Store, d) {
 			t.Fatalf("event %s acked but not journaled", d.EventID)
 		}
+	}
+	if j, _ := b.Store.Load(pendingKey); !strings.Contains(string(j), `"model opus"`) {
+		t.Fatalf("the slash command acked but not journaled: %s", j)
 	}
 	b.stop()
 	if runs := b.runs(); len(runs) != 0 {
@@ -112,6 +134,10 @@ func TestE2EKillWhileAFileDownloadsLosesNothing(t *testing.T) {
 	}
 	if n := r.fake.Downloads(f["id"].(string)); n != 1 {
 		t.Errorf("the file was downloaded %d times, want once (after the restart)", n)
+	}
+	r.fake.Wait(20*time.Second, func() bool { return modelAnswers(r.fake) > 0 })
+	if n := modelAnswers(r.fake); n != 1 {
+		t.Errorf("the slash command behind them was answered %d times, want once", n)
 	}
 	b.stop()
 	if j := storedJournal(t, r.db); j != nil {
