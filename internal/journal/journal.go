@@ -12,11 +12,13 @@
 // replayed event keeps its event id, so core drops any that had reached
 // Handle just before the kill.
 //
-// The journal is bounded (Max entries, MaxBytes of payloads): past the
-// bound an event is not kept, and is handed on as usual, so only a kill
-// while it waits can lose it. That is logged, once per overflow, so a
-// flood of messages cannot grow the store without limit, nor make every
-// save rewrite more than the bound.
+// The journal is bounded (Max entries, MaxBytes of payloads), so that a
+// flood of messages while downloads hang cannot grow the store without
+// limit, nor make a save (which rewrites the key) cost more than the
+// bound: past it an event is not kept, and is handed on as usual, so only
+// a kill while it waits can lose it; that is logged, once per overflow.
+// A message kept and struck costs two saves: about 3 ms in all in the
+// bbolt store, 16 ms with 255 messages of 2 KB held (BenchmarkKeepAndDone).
 package journal
 
 import (
@@ -32,7 +34,7 @@ import (
 // Bounds used when Options leave them zero.
 const (
 	DefaultMax      = 256
-	DefaultMaxBytes = 4 << 20
+	DefaultMaxBytes = 1 << 20
 )
 
 // Options configure a Journal.
