@@ -30,8 +30,9 @@ import (
 // The bot's CPU time is read from /proc (Linux only), its children's not
 // included. With GOLEM_TEST_BOT_CPUPROFILE=FILE in the environment the bot
 // writes its CPU profile there (go tool pprof FILE; one benchmark at a
-// time, since each bot started writes it). The fake agent's 0.5 ms spacing is a sleep between lines, so
-// on a loaded machine the lines come further apart.
+// time, since each bot started writes it). The fake agent's 0.5 ms spacing
+// is a schedule: a line that comes late (the machine is loaded) is
+// followed at once by the next that is due.
 
 // loadBot is a `bot serve` under load.
 type loadBot struct {
@@ -281,8 +282,8 @@ func streamCPU(b *testing.B, lb *loadBot) {
 	b.ReportMetric(perLine(u.wakes), "wakes/line")
 	b.ReportMetric(perLine(u.reads), "reads/line")
 	b.ReportMetric(perLine(u.writes), "writes/line")
-	// The fake's spacing is a sleep: on a loaded machine lines come
-	// further apart, and there are fewer of them to a wake-up.
+	// The lines' real spacing: 500 unless the machine was too loaded for
+	// the fake to keep to its schedule.
 	b.ReportMetric(float64(streaming.Microseconds())/float64(n*lines), "us/line")
 	b.ReportMetric(ms(median(first)), "stamp-to-client-ms")
 	b.ReportMetric(ms(median(request)), "request-to-text-ms")

@@ -48,6 +48,7 @@
 //	!sleep 300ms        pause
 //	!text N             answer N characters of text in deltas of about 20
 //	!delta-rate D N [S] answer N deltas of S characters (default 1), one every D
+//	                    on average (a schedule: a late one is written at once)
 //	!sleep-until T      pause until unix nanoseconds T (turns that start together)
 //	!fence              answer a ~5,000-character Markdown text with a long code fence
 //	!huge N             answer one text block of N bytes: its lines are longer than N

@@ -378,13 +378,12 @@ func (a *agent) say(text string, n int, pause time.Duration) {
 	a.turns = max(a.turns, 1)
 	chunks := split(text, n)
 	if a.cursor {
+		start := time.Now()
 		for i, c := range chunks {
 			if !a.o.streamPartial {
 				break
 			}
-			if i > 0 {
-				time.Sleep(pause)
-			}
+			pace(start, i, pause)
 			a.emit(a.cursorText(c, true))
 		}
 		a.emit(a.cursorText(text, false)) // the segment's summary (or, without partial output, its only line)
@@ -394,10 +393,9 @@ func (a *agent) say(text string, n int, pause time.Duration) {
 	if a.o.partial {
 		a.stream(obj{"type": "message_start", "message": obj{"id": id, "type": "message", "role": "assistant", "content": []obj{}}})
 		a.stream(obj{"type": "content_block_start", "index": 0, "content_block": obj{"type": "text", "text": ""}})
+		start := time.Now()
 		for i, c := range chunks {
-			if i > 0 {
-				time.Sleep(pause)
-			}
+			pace(start, i, pause)
 			a.stream(obj{"type": "content_block_delta", "index": 0, "delta": obj{"type": "text_delta", "text": c}})
 		}
 	}
@@ -406,6 +404,16 @@ func (a *agent) say(text string, n int, pause time.Duration) {
 		a.stream(obj{"type": "content_block_stop", "index": 0})
 		a.stream(obj{"type": "message_delta", "delta": obj{"stop_reason": "end_turn"}})
 		a.stream(obj{"type": "message_stop"})
+	}
+}
+
+// pace waits until the i-th of lines written every pause since start is
+// due: a schedule, not a sleep per line, so that lines come pause apart on
+// average however long each sleep and write take (a late line is written
+// at once), as a CLI relaying a steady stream does.
+func pace(start time.Time, i int, pause time.Duration) {
+	if i > 0 && pause > 0 {
+		time.Sleep(time.Until(start.Add(time.Duration(i) * pause)))
 	}
 }
 
