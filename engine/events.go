@@ -11,10 +11,16 @@ import (
 // coalesce is how long a run holds events that follow closely on the last
 // ones it handed over, so that a CLI printing a line every half
 // millisecond wakes its consumer a few hundred times a second rather than
-// thousands, and its reader (output) reads once a window while the
-// output streams steadily. The first events after a quiet spell and a
-// terminal event that has been read are never held.
+// thousands; while the output streams steadily its reader (output) reads
+// once per steadyWindows of it. The first events after a quiet spell and
+// a terminal event that has been read are never held.
 const coalesce = 4 * time.Millisecond
+
+// steadyWindows is how many coalescing windows one window of a steady
+// spell lasts (see output), and how many lines it must bring for the
+// spell to go on: a stream of at least one line per coalescing window is
+// read every 16 ms, a slower one as its lines come.
+const steadyWindows = 4
 
 // Run is one agent invocation in progress. It is two-way: a run of a CLI
 // that asks before it writes or runs (Capabilities.Approvals) delivers
@@ -207,11 +213,11 @@ func (r *Run) handOver() {
 	r.mu.Unlock()
 }
 
-// sleepWindow waits until the window that began with the last hand-over
-// is over.
-func (r *Run) sleepWindow() {
+// sleepSteady waits until the steady window (steadyWindows coalescing
+// windows) that began with the last hand-over is over.
+func (r *Run) sleepSteady() {
 	r.mu.Lock()
-	d := r.hold - time.Since(r.woke)
+	d := steadyWindows*r.hold - time.Since(r.woke)
 	r.mu.Unlock()
 	if d > 0 {
 		time.Sleep(d)

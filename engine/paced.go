@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -17,25 +18,27 @@ import (
 //   - After a quiet spell it reads as lines come: the first of a burst is
 //     handed over at once, and so is a terminal line that follows it.
 //     Events held meanwhile are handed over when the read's deadline, the
-//     end of the window, passes.
+//     end of the coalescing window, passes.
 //   - When a window ended with events held, the output streams steadily:
-//     the reader then sleeps through each window and takes
-//     what arrived meanwhile in one read at its end, handed over at once.
-//     A read that finds nothing ends the steady spell, and the next line
-//     comes after a quiet spell again. A read that fills the buffer does
-//     not wait: the pipe is full and the CLI blocked on it.
+//     the reader then sleeps through steady windows (steadyWindows
+//     coalescing windows, 16 ms) and takes what arrived meanwhile in one
+//     read at each one's end, handed over at once. A read that brings
+//     fewer lines than steadyWindows ends the steady spell: the lines
+//     after it are read as they come again. A read that fills the buffer
+//     does not wait: the pipe is full and the CLI blocked on it.
 //
-// So while the output streams steadily a line, the terminal one included,
-// waits in the pipe for at most one window. A pipe the runtime's poller
-// watches wakes a thread at every write into it, read or not, so while
-// steady the pipe is outside the poller: the reader keeps a descriptor of
-// its own, and a duplicate in the poller (f) only while it waits for data.
+// So while the output streams at a line per coalescing window or faster,
+// a line, the terminal one included, waits in the pipe for at most one
+// steady window. A pipe the runtime's poller watches wakes a thread at
+// every write into it, read or not, so while steady the pipe is outside
+// the poller: the reader keeps a descriptor of its own, and a duplicate
+// in the poller (f) only while it waits for data.
 //
 // One goroutine reads; Close may be called from any.
 type output struct {
 	fd     int  // the pipe's read end, non-blocking, outside the poller
 	r      *Run // nil: read as lines come, no pacing
-	steady bool // the last window held events: sleep through the next
+	steady bool // a steady spell: sleep through the next steady window
 	full   bool // the last read filled the buffer: more is waiting
 	reads  int  // reads and waits so far (tests count them)
 
@@ -76,14 +79,15 @@ func (o *output) Read(b []byte) (int, error) {
 			if err := o.watch(false); err != nil {
 				return 0, err
 			}
-			o.r.sleepWindow()
+			o.r.sleepSteady()
 			o.reads++
 			n, err := o.readNow(b)
 			o.full = n == len(b)
+			// Too few lines for the window: read them as they come.
+			o.steady = bytes.Count(b[:n], newline) >= steadyWindows
 			if n > 0 || err != nil {
 				return n, err // came during the window: offer hands it over now
 			}
-			o.steady = false // a quiet spell
 		}
 		n, err := o.readWatched(b)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -186,6 +190,8 @@ func (o *output) release() {
 	o.Close()
 	syscall.Close(o.fd)
 }
+
+var newline = []byte{'\n'}
 
 // dupCloexec duplicates fd, close-on-exec.
 func dupCloexec(fd int) (int, error) {
