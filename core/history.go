@@ -76,7 +76,7 @@ func (d *Dispatcher) startHistory(ctx context.Context, m Message) func() []Said 
 // one line per message ("Name: text", files by name, the bot's own marked
 // "(you)"), each quoted with "> " and any line break in it flattened, so
 // that nothing in the chat can end the block early or pass for the asker's
-// words. No messages: prompt as it is.
+// words, nor a name for the bot's own (a name's parentheses are brackets). No messages: prompt as it is.
 func withContext(prompt string, said []Said, lim ContextLimits) string {
 	lines := contextLines(said, lim)
 	if len(lines) == 0 {
@@ -151,7 +151,9 @@ func contextLine(s Said) string {
 	if text == "" {
 		return ""
 	}
-	author := flatten(s.Author)
+	// Parentheses in a name become brackets: the "(you)" and "(replied
+	// to)" marks are golem's alone.
+	author := strings.NewReplacer("(", "[", ")", "]").Replace(flatten(s.Author))
 	if author == "" {
 		author = "someone"
 	}
