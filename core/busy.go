@@ -65,6 +65,7 @@ type steering struct {
 	dir      string // the turn's working directory, for attachments
 	inbox    []Message
 	steered  int  // messages taken into the turn, for /status
+	stops    int  // how often /stop dropped inbox (see steerLoop)
 	ending   bool // the turn is over: steerLoop empties inbox and ends
 	wake     chan struct{}
 	done     chan struct{} // closed when steerLoop has ended
@@ -167,7 +168,8 @@ func (d *Dispatcher) startSteering(c *conversation, run *engine.Run, eng string,
 // acknowledges each in the chat. A message the run can no longer take
 // (engine.ErrNotSteerable: its last result came, it was stopped) goes back
 // to the head of the conversation's queue with those after it: nothing
-// handed to a turn is lost.
+// handed to a turn is lost. One that /stop came for while it was being
+// steered is dropped, as the messages waiting then are.
 func (d *Dispatcher) steerLoop(c *conversation, s *steering, log *slog.Logger) {
 	defer close(s.done)
 	for {
@@ -183,6 +185,7 @@ func (d *Dispatcher) steerLoop(c *conversation, s *steering, log *slog.Logger) {
 		}
 		m := s.inbox[0]
 		s.inbox = s.inbox[1:]
+		stops := s.stops
 		d.mu.Unlock()
 
 		text, files := s.message(&m, log)
@@ -190,6 +193,10 @@ func (d *Dispatcher) steerLoop(c *conversation, s *steering, log *slog.Logger) {
 			log.Debug("message not steered; queued for a turn of its own", "err", err)
 			d.mu.Lock()
 			back := append([]Message{m}, s.inbox...)
+			stopped := s.stops != stops // /stop came meanwhile: m was waiting too
+			if stopped {
+				back = back[1:]
+			}
 			s.inbox = nil
 			if c.running != nil && c.running.steer == s {
 				c.running.steer = nil
@@ -199,6 +206,9 @@ func (d *Dispatcher) steerLoop(c *conversation, s *steering, log *slog.Logger) {
 				c.queue = append(back, c.queue...)
 			}
 			d.mu.Unlock()
+			if stopped {
+				d.dropStopped(m)
+			}
 			if closing { // as Close does with the queued ones
 				for _, m := range back {
 					d.finishUnstarted(m, shutdownEnd)

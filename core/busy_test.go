@@ -301,17 +301,22 @@ func (u *unsteerable) Run(ctx context.Context, t engine.Turn) (*engine.Run, erro
 }
 
 // logWatch is a log handler that closes seen at the first record whose
-// message is msg.
+// message is msg, and then waits until hold is closed, when it is not nil.
 type logWatch struct {
 	msg  string
 	seen chan struct{}
 	once *sync.Once
+	hold chan struct{}
 }
 
 func (w logWatch) Enabled(context.Context, slog.Level) bool { return true }
 func (w logWatch) Handle(_ context.Context, r slog.Record) error {
 	if r.Message == w.msg {
-		w.once.Do(func() { close(w.seen) })
+		first := false
+		w.once.Do(func() { close(w.seen); first = true })
+		if first && w.hold != nil {
+			<-w.hold
+		}
 	}
 	return nil
 }
@@ -351,5 +356,33 @@ func TestMessageNotSteeredRunsNextWithItsFiles(t *testing.T) {
 	}
 	if len(eng.missing) > 0 {
 		t.Errorf("the turn of the message not steered was given files that are not there: %q", eng.missing)
+	}
+}
+
+// A message that was being steered into the answer when /stop came is
+// dropped with the waiting ones when the stopped run refuses it, instead of
+// running after the stop; one sent after the /stop runs.
+func TestStopDropsTheMessageBeingSteered(t *testing.T) {
+	eng := &unsteerable{release: make(chan struct{})}
+	steering := logWatch{msg: "message not steered; queued for a turn of its own", seen: make(chan struct{}),
+		once: &sync.Once{}, hold: make(chan struct{})}
+	h := newHarness(t, chatLimits, func(o *core.Options) {
+		o.Engines = map[string]engine.Engine{"claude-code": eng}
+		o.Logger = slog.New(steering)
+	})
+	h.say("alice", "first")
+	h.rec.waitText("echo: first")
+	h.say("alice", "second")
+	<-steering.seen // its steer has failed; it is not back in the queue yet
+	h.say("alice", "/stop")
+	h.rec.waitText("Stopping the running answer")
+	close(steering.hold)
+	h.say("alice", "third")
+	h.rec.waitText("echo: third")
+	h.stop()
+	eng.mu.Lock()
+	defer eng.mu.Unlock()
+	if len(eng.prompts) != 2 || eng.prompts[0] != "first" || eng.prompts[1] != "third" {
+		t.Errorf("the agent was asked %q, want first, then third (second was stopped)", eng.prompts)
 	}
 }

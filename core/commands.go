@@ -124,20 +124,27 @@ func (d *Dispatcher) stop(key Key) string {
 	if s := c.running.steer; s != nil { // not steered in yet: waiting too
 		dropped = append(s.inbox, dropped...)
 		s.inbox = nil
+		s.stops++
 	}
 	c.running.stop()
 	d.mu.Unlock()
 	for _, m := range dropped {
-		end := parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped}
-		d.measure(m, d.engineFor(m), end, nil, time.Time{})
-		if m.Sink != nil {
-			m.Sink(end)
-		}
+		d.dropStopped(m)
 	}
 	if len(dropped) > 0 {
 		return fmt.Sprintf("⏹️ Stopping the running answer; %d waiting messages dropped.", len(dropped))
 	}
 	return "⏹️ Stopping the running answer."
+}
+
+// dropStopped ends m, a message that /stop dropped before it ran: it is
+// counted stopped, and a Sink gets its terminal event.
+func (d *Dispatcher) dropStopped(m Message) {
+	end := parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped}
+	d.measure(m, d.engineFor(m), end, nil, time.Time{})
+	if m.Sink != nil {
+		m.Sink(end)
+	}
 }
 
 // bump makes a running turn of key forget its session when it ends.
