@@ -386,3 +386,22 @@ func TestStopDropsTheMessageBeingSteered(t *testing.T) {
 		t.Errorf("the agent was asked %q, want first, then third (second was stopped)", eng.prompts)
 	}
 }
+
+// A message still waiting for a turn slot when a newer one interrupts it
+// is told it stopped for the newer message, as a running answer is, not
+// the bare "Stopped" of a /stop.
+func TestBusyInterruptWhileWaitingForASlot(t *testing.T) {
+	h := newHarness(t, chatLimits, func(o *core.Options) {
+		o.Busy, o.MaxConcurrent = core.BusyInterrupt, 1
+	})
+	h.sayAs("C2", "alice", "!text 20\n!hang") // holds the one slot
+	h.rec.waitFor("the other answer's start", func(texts []string) bool { return len(texts) == 1 && len(texts[0]) >= 20 })
+	h.sayAs("C1", "alice", "first")
+	h.sayAs("C1", "alice", "newer")
+	h.rec.waitText("⏹️")
+	h.stop()
+	texts := h.rec.texts()
+	if len(texts) < 2 || !strings.Contains(texts[1], "Stopped for the newer message") {
+		t.Errorf("messages %q, want the waiting one stopped for the newer message", texts)
+	}
+}

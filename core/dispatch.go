@@ -380,7 +380,11 @@ func (d *Dispatcher) work(c *conversation) {
 			// Waited for, so that it comes before the next turn's answer.
 			end := parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped}
 			d.measure(m, d.engineFor(m), end, nil, time.Time{})
-			<-d.finishUnstarted(m, end)
+			if errors.Is(context.Cause(ctx), errSuperseded) && m.Sink == nil {
+				<-d.answer(m, supersededNote, true) // as a running answer would say
+			} else {
+				<-d.finishUnstarted(m, end)
+			}
 		}
 		stop()
 	}
