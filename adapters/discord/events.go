@@ -99,8 +99,9 @@ func (a *Adapter) onMessage(_ *discordgo.Session, e *discordgo.MessageCreate) {
 // goes to the handler at once (Handle does not block); any other is
 // journaled before the gateway goes on (Discord does not send a message
 // again once its sequence has passed), prepared on a goroutine of its own
-// and struck once handed on. take reports whether m was journaled. Called
-// on the gateway's goroutine only (SyncEvents), in the order events come.
+// and struck once handed on. take reports whether m is to stay in the
+// journal (Replay strikes the others). Called on the gateway's goroutine
+// only (SyncEvents), in the order events come.
 func (a *Adapter) take(m *discordgo.Message) bool {
 	_, _, botID := a.running()
 	if botID == "" || m.Author == nil || m.Author.ID == botID || m.Author.Bot || m.WebhookID != "" {
