@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/golem-chat/golem/engine"
 )
@@ -211,6 +212,7 @@ func (d *Dispatcher) steerLoop(c *conversation, s *steering, log *slog.Logger) {
 			}
 			if closing { // as Close does with the queued ones
 				for _, m := range back {
+					d.measure(m, d.engineFor(m), shutdownEnd, nil, time.Time{})
 					d.finishUnstarted(m, shutdownEnd)
 				}
 			}

@@ -405,3 +405,59 @@ func TestBusyInterruptWhileWaitingForASlot(t *testing.T) {
 		t.Errorf("messages %q, want the waiting one stopped for the newer message", texts)
 	}
 }
+
+// turnMeter records the outcome of every turn the Meter is told of.
+type turnMeter struct {
+	mu       sync.Mutex
+	outcomes []string
+}
+
+func (m *turnMeter) TurnEnded(s core.TurnStats) {
+	m.mu.Lock()
+	m.outcomes = append(m.outcomes, s.Outcome)
+	m.mu.Unlock()
+}
+func (m *turnMeter) EngineFailed(string, string)        {}
+func (m *turnMeter) Approval(string)                    {}
+func (m *turnMeter) BusyMessage(string, string, string) {}
+
+// Messages handed to the running turn that it refuses once golem shuts
+// down are told so and counted, as the queued ones are: every message
+// meant to run is a turn the Meter is told of.
+func TestShutdownEndsAndCountsTheMessagesNotSteered(t *testing.T) {
+	eng := &unsteerable{release: make(chan struct{})}
+	steering := logWatch{msg: "message not steered; queued for a turn of its own", seen: make(chan struct{}),
+		once: &sync.Once{}, hold: make(chan struct{})}
+	meter := &turnMeter{}
+	h := newHarness(t, chatLimits, func(o *core.Options) {
+		o.Engines = map[string]engine.Engine{"claude-code": eng}
+		o.Logger = slog.New(steering)
+		o.Meter = meter
+		o.QueueDepth = 1
+	})
+	h.say("alice", "first")
+	h.rec.waitText("echo: first")
+	h.say("alice", "second")
+	<-steering.seen          // its steer failed; it is not back in the queue yet
+	h.say("alice", "third")  // waits to be steered
+	h.say("alice", "fourth") // queued: one waits to be steered already
+	ctx, cancel := context.WithCancel(context.Background())
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		_ = h.d.Close(ctx)
+	}()
+	h.rec.waitText("this message was not run") // fourth: Close has begun
+	close(steering.hold)
+	h.rec.waitFor("second and third told too", func(texts []string) bool {
+		return strings.Count(strings.Join(texts, "\n"), "this message was not run") == 3
+	})
+	cancel() // stops the first
+	<-closed
+	h.stop()
+	meter.mu.Lock()
+	defer meter.mu.Unlock()
+	if n := len(meter.outcomes); n != 4 {
+		t.Errorf("the meter was told of %d turns %q, want 4: first, and the three that never ran", n, meter.outcomes)
+	}
+}
