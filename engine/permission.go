@@ -256,10 +256,13 @@ func (c *control) took() {
 // endTurn is called at a result line. When every message written has been
 // taken in, the run ends there: stdin is closed (as close does) and
 // endTurn reports true. Otherwise the CLI answers the rest in a turn of its
-// own and stdin stays open for that turn's permission answers.
+// own and stdin stays open for that turn's permission answers; also when
+// stdin is closed already (the CLI exited while its output is still being
+// read, or steerGrace passed): what it printed after this line is read, and
+// the run ends with the CLI's last word or its exit.
 func (c *control) endTurn() bool {
 	c.mu.Lock()
-	if !c.closed && c.taken < c.written {
+	if c.taken < c.written {
 		c.mu.Unlock()
 		return false
 	}
