@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/engine"
@@ -320,6 +321,18 @@ func (w logWatch) Handle(_ context.Context, r slog.Record) error {
 	}
 	return nil
 }
+
+// wait waits for the record, as the recorder waits for a text: a message
+// that never comes (the log line reworded) fails the test.
+func (w logWatch) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-w.seen:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no log record %q", w.msg)
+	}
+}
+
 func (w logWatch) WithAttrs([]slog.Attr) slog.Handler { return w }
 func (w logWatch) WithGroup(string) slog.Handler      { return w }
 
@@ -344,7 +357,7 @@ func TestMessageNotSteeredRunsNextWithItsFiles(t *testing.T) {
 	}
 	h.d.Handle(context.Background(), core.Message{Platform: "rec", Channel: "C1", User: "alice", ID: "m-steer-att",
 		Text: "second", Attachments: []core.Attachment{att}})
-	<-requeued.seen
+	requeued.wait(t)
 	h.say("alice", "third")
 	close(eng.release)
 	h.rec.waitText("echo: third")
@@ -373,7 +386,7 @@ func TestStopDropsTheMessageBeingSteered(t *testing.T) {
 	h.say("alice", "first")
 	h.rec.waitText("echo: first")
 	h.say("alice", "second")
-	<-steering.seen // its steer has failed; it is not back in the queue yet
+	steering.wait(t) // its steer has failed; it is not back in the queue yet
 	h.say("alice", "/stop")
 	h.rec.waitText("Stopping the running answer")
 	close(steering.hold)
@@ -438,7 +451,7 @@ func TestShutdownEndsAndCountsTheMessagesNotSteered(t *testing.T) {
 	h.say("alice", "first")
 	h.rec.waitText("echo: first")
 	h.say("alice", "second")
-	<-steering.seen          // its steer failed; it is not back in the queue yet
+	steering.wait(t)         // its steer failed; it is not back in the queue yet
 	h.say("alice", "third")  // waits to be steered
 	h.say("alice", "fourth") // queued: one waits to be steered already
 	ctx, cancel := context.WithCancel(context.Background())
