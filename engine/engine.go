@@ -47,10 +47,10 @@
 // is over (one wake-up of the consumer for many lines); the first after a
 // quiet spell is never held, nor is the terminal event once read. After a
 // window that held events the output streams steadily, and its reader
-// sleeps through windows of 24 ms and takes what came meanwhile in one
+// sleeps through windows of 20 ms and takes what came meanwhile in one
 // read (see output): one wake-up of golem for many lines, not one per
 // line. While it streams so, at a line per 4 ms or faster, a line (the
-// terminal one included) waits in the pipe for at most 24 ms; a slower
+// terminal one included) waits in the pipe for at most 20 ms; a slower
 // stream, and a burst after a quiet spell such as a CLI's last lines and
 // its result, are read as they come.
 //

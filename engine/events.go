@@ -19,8 +19,8 @@ const coalesce = 4 * time.Millisecond
 // steadyWindows is how many coalescing windows one window of a steady
 // spell lasts (see output), and how many lines it must bring for the
 // spell to go on: a stream of at least one line per coalescing window is
-// read every 24 ms, a slower one as its lines come.
-const steadyWindows = 6
+// read every 20 ms, a slower one as its lines come.
+const steadyWindows = 5
 
 // Run is one agent invocation in progress. It is two-way: a run of a CLI
 // that asks before it writes or runs (Capabilities.Approvals) delivers

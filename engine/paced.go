@@ -21,7 +21,7 @@ import (
 //     end of the coalescing window, passes.
 //   - When a window ended with events held, the output streams steadily:
 //     the reader then sleeps through steady windows (steadyWindows
-//     coalescing windows, 24 ms) and takes what arrived meanwhile in one
+//     coalescing windows, 20 ms) and takes what arrived meanwhile in one
 //     read at each one's end, handed over at once. A read that brings
 //     fewer lines than steadyWindows ends the steady spell: the lines
 //     after it are read as they come again. A read that fills the buffer
