@@ -97,6 +97,7 @@ type Dispatcher struct {
 	mu          sync.Mutex
 	posters     map[string]Poster // by platform; a Source that is not a Poster answers through Sinks
 	historians  map[string]Historian
+	outboxes    map[string]map[*outboxUse]bool // by folder: the running turns using it (useOutbox)
 	convs       map[string]*conversation
 	refused     map[string]time.Time
 	interrupted []store.InFlight
@@ -196,6 +197,7 @@ func NewDispatcher(opts Options) (*Dispatcher, error) {
 		stopLife:    stop,
 		posters:     map[string]Poster{},
 		historians:  map[string]Historian{},
+		outboxes:    map[string]map[*outboxUse]bool{},
 		convs:       map[string]*conversation{},
 		refused:     map[string]time.Time{},
 		told:        map[string]bool{},

@@ -86,6 +86,54 @@ type handback struct {
 	dir   string
 	files []File
 	more  int
+	// withheld counts the files not sent because a turn of another
+	// conversation worked in the same folder meanwhile (see useOutbox).
+	withheld int
+}
+
+// outboxUse is one running turn's use of an outbox folder.
+type outboxUse struct {
+	key    string // the turn's conversation
+	shared bool   // a turn of another conversation used the folder meanwhile
+}
+
+// useOutbox records that a turn of the conversation key works with the
+// outbox folder dir, and returns the func that ends that when the turn has
+// listed the files it left, reporting whether a turn of another
+// conversation used dir at any time meanwhile. Conversations share a
+// folder with isolation: shared; a file then appearing in outbox/ may be
+// either agent's, so neither turn sends it anywhere (it stays in the
+// folder, and both answers say so without naming it): a conversation's
+// files never reach another conversation's chat.
+func (d *Dispatcher) useOutbox(dir, key string) (shared func() bool) {
+	u := &outboxUse{key: key}
+	d.mu.Lock()
+	users := d.outboxes[dir]
+	if users == nil {
+		users = map[*outboxUse]bool{}
+		d.outboxes[dir] = users
+	}
+	for o := range users {
+		if o.key != key {
+			o.shared, u.shared = true, true
+		}
+	}
+	users[u] = true
+	d.mu.Unlock()
+	return func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		delete(users, u)
+		if len(users) == 0 {
+			delete(d.outboxes, dir)
+		}
+		return u.shared
+	}
+}
+
+// withheldNote tells an answer that its files, if any, were held back.
+func (h handback) withheldNote() string {
+	return fmt.Sprintf("%d new files in %s were not sent: another conversation's agent worked in the same folder at the same time, so they may be its. They are still there; with `isolation: worktree` each conversation works in a folder of its own.", h.withheld, h.dir)
 }
 
 // sinkEvents are the files as a message's Sink gets them: file events,
@@ -97,6 +145,9 @@ func (h handback) sinkEvents() []parser.Event {
 	}
 	if h.more > 0 {
 		out = append(out, parser.Event{Type: parser.Warning, Message: h.moreNote()})
+	}
+	if h.withheld > 0 {
+		out = append(out, parser.Event{Type: parser.Warning, Message: h.withheldNote()})
 	}
 	return out
 }
@@ -110,7 +161,7 @@ func (h handback) moreNote() string {
 // its MaxUpload, otherwise named in a note with where it is, so that no
 // file is ever dropped silently.
 func (h handback) toPoster(ctx context.Context, p Poster, place Place, answer MessageRef, log *slog.Logger) {
-	if len(h.files) == 0 {
+	if len(h.files) == 0 && h.withheld == 0 {
 		return
 	}
 	up, uploads := p.(Uploader)
@@ -137,6 +188,9 @@ func (h handback) toPoster(ctx context.Context, p Poster, place Place, answer Me
 	}
 	if h.more > 0 {
 		notes = append(notes, "📎 "+h.moreNote())
+	}
+	if h.withheld > 0 {
+		notes = append(notes, "📎 "+h.withheldNote())
 	}
 	if len(notes) == 0 {
 		return

@@ -1,11 +1,13 @@
 package core_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/parser"
 )
 
@@ -92,5 +94,46 @@ func TestFilesGoToASinkBeforeTheTerminalEvent(t *testing.T) {
 	}
 	if got[len(got)-2].Type != parser.File || got[len(got)-1].Type != parser.Done {
 		t.Errorf("the file event does not come right before the terminal event: %+v", got)
+	}
+}
+
+// With isolation: shared two conversations' agents work in one folder: a
+// file one of them leaves in outbox/ while the other runs is sent to
+// neither chat (it could be either's), and the answer says so without
+// naming it.
+func TestFilesOfConcurrentConversationsInOneFolderAreSentToNeither(t *testing.T) {
+	h := newHarness(t, chatLimits, nil)
+	u := &uploader{recorder: h.rec}
+	u.limits.MaxUpload = 1 << 20
+	h.d.Register(u)
+	h.d.Handle(context.Background(), core.Message{Platform: "rec", Channel: "C1", User: "alice", ID: "a1",
+		Text: "!write outbox/secret-plan.txt only for C1\n!sleep 1s\nA is done"})
+	h.d.Handle(context.Background(), core.Message{Platform: "rec", Channel: "C2", User: "alice", ID: "b1",
+		Text: "!sleep 200ms\nB is done"})
+	h.rec.waitText("echo: A is done")
+	h.rec.waitText("echo: B is done")
+	h.rec.waitFor("the note on the withheld file", func([]string) bool {
+		h.rec.mu.Lock()
+		defer h.rec.mu.Unlock()
+		for _, a := range h.rec.activity {
+			if strings.Contains(a.text, "1 new files in") && strings.Contains(a.text, "another conversation's agent worked in the same folder") {
+				return true
+			}
+		}
+		return false
+	})
+	h.stop()
+	if files := u.uploaded(); len(files) != 0 {
+		t.Errorf("a file left while two conversations worked in one folder was sent: %+v", files)
+	}
+	h.rec.mu.Lock()
+	defer h.rec.mu.Unlock()
+	for _, a := range h.rec.activity {
+		if strings.Contains(a.text, "secret-plan") {
+			t.Errorf("a note names the other conversation's file: %q", a.text)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(h.opts.Workspace, "outbox", "secret-plan.txt")); err != nil || string(b) != "only for C1" {
+		t.Errorf("the withheld file is not kept: %q, %v", b, err)
 	}
 }

@@ -91,6 +91,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	prompt = withContext(prompt, said(), d.opts.Context)
 
 	box := openOutbox(ws.Dir)
+	shared := d.useOutbox(box.dir, key)
 	turnCtx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
 	defer cancel()
 	start := time.Now()
@@ -156,6 +157,9 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	}
 	back := handback{dir: box.dir}
 	back.files, back.more = box.left()
+	if shared() { // another conversation's agent worked there too: the files may be its
+		back.withheld, back.files, back.more = len(back.files)+back.more, nil, 0
+	}
 	usage := func() {}
 	if startErr == nil {
 		u := turnUsage(terminal, time.Since(start))
