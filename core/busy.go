@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/golem-chat/golem/engine"
+	"github.com/golem-chat/golem/parser"
 )
 
 // Busy is what a message does when its conversation's answer is still
@@ -46,6 +47,15 @@ var errSuperseded = errors.New("a newer message came in")
 
 // supersededNote ends an answer that BusyInterrupt stopped.
 const supersededNote = "⏹️ _Stopped for the newer message._"
+
+// notice is the line that ends an answer that ended with ev in a turn of
+// ctx: Notice's, except that one busy: interrupt stopped says so.
+func (d *Dispatcher) notice(ctx context.Context, ev parser.Event) string {
+	if ev.Reason == parser.Stopped && errors.Is(context.Cause(ctx), errSuperseded) {
+		return supersededNote
+	}
+	return Notice(ev, d.opts.Timeout)
+}
 
 // steeredNote answers a message steered into the running answer where the
 // platform cannot mark it otherwise (no Acknowledger, or a stream).
@@ -213,7 +223,7 @@ func (d *Dispatcher) steerLoop(c *conversation, s *steering, log *slog.Logger) {
 			if closing { // as Close does with the queued ones
 				for _, m := range back {
 					d.measure(m, d.engineFor(m), shutdownEnd, nil, time.Time{})
-					d.finishUnstarted(m, shutdownEnd)
+					d.finishUnstarted(d.life, m, shutdownEnd)
 				}
 			}
 			continue

@@ -382,27 +382,23 @@ func (d *Dispatcher) work(c *conversation) {
 			// Waited for, so that it comes before the next turn's answer.
 			end := parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped}
 			d.measure(m, d.engineFor(m), end, nil, time.Time{})
-			if errors.Is(context.Cause(ctx), errSuperseded) && m.Sink == nil {
-				<-d.answer(m, supersededNote, true) // as a running answer would say
-			} else {
-				<-d.finishUnstarted(m, end)
-			}
+			<-d.finishUnstarted(ctx, m, end)
 		}
 		stop()
 	}
 }
 
-// finishUnstarted tells a message's sender that its turn never ran: a
-// Sink gets end itself, a platform its Notice. The returned channel is
-// closed once the notice is sent (see answer).
-func (d *Dispatcher) finishUnstarted(m Message, end parser.Event) <-chan struct{} {
+// finishUnstarted tells a message's sender that its turn (of ctx) never
+// ran: a Sink gets end itself, a platform its notice. The returned channel
+// is closed once the notice is sent (see answer).
+func (d *Dispatcher) finishUnstarted(ctx context.Context, m Message, end parser.Event) <-chan struct{} {
 	if m.Sink != nil {
 		m.Sink(end)
 		done := make(chan struct{})
 		close(done)
 		return done
 	}
-	return d.answer(m, Notice(end, d.opts.Timeout), true)
+	return d.answer(m, d.notice(ctx, end), true)
 }
 
 // shutdownEnd ends a message that was not run because golem shut down.
@@ -427,7 +423,7 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 	d.mu.Unlock()
 	for _, m := range dropped { // queued, not waited for: Close's wait below covers them
 		d.measure(m, d.engineFor(m), shutdownEnd, nil, time.Time{})
-		d.finishUnstarted(m, shutdownEnd)
+		d.finishUnstarted(d.life, m, shutdownEnd)
 	}
 
 	idle := make(chan struct{})

@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -76,7 +75,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 		end := parser.Event{Type: parser.Error, Reason: parser.Failed,
 			Message: "golem could not prepare this conversation's working directory: " + err.Error()}
 		d.measure(m, set.engine, end, nil, time.Time{})
-		out.finish(end, Notice(end, d.opts.Timeout), handback{})
+		out.finish(end, d.notice(ctx, end), handback{})
 		return out.close
 	}
 
@@ -190,11 +189,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 		<-counted
 	}
 	d.measure(m, set.engine, terminal, startErr, firstText) // before the answer ends: a reader of it sees the turn counted
-	notice := Notice(terminal, d.opts.Timeout)
-	if terminal.Reason == parser.Stopped && errors.Is(context.Cause(ctx), errSuperseded) {
-		notice = supersededNote
-	}
-	out.finish(terminal, notice, back)
+	out.finish(terminal, d.notice(ctx, terminal), back)
 	<-saved
 	<-counted
 	if run != nil {
