@@ -271,13 +271,6 @@ func (c *control) endTurn() bool {
 	return true
 }
 
-// takenSince reports whether the CLI took in more than n messages.
-func (c *control) takenSince(n int) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.taken > n
-}
-
 // takenCount is the number of messages the CLI took in so far.
 func (c *control) takenCount() int {
 	c.mu.Lock()

@@ -80,7 +80,7 @@ func (r *Run) endTurn() bool {
 	c := r.control
 	n := c.takenCount()
 	time.AfterFunc(steerGrace, func() {
-		if !c.takenSince(n) {
+		if c.takenCount() <= n { // nothing taken in since
 			c.close()
 		}
 	})
