@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/golem-chat/golem/internal/retry"
 	"github.com/golem-chat/golem/parser"
@@ -435,8 +434,5 @@ func argSummary(args json.RawMessage) string {
 		return ""
 	}
 	s = strings.Join(strings.Fields(strings.ReplaceAll(s, "`", "'")), " ")
-	if utf8.RuneCountInString(s) > 80 {
-		s = string([]rune(s)[:79]) + "…"
-	}
-	return s
+	return cut(s, 80)
 }
