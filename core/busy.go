@@ -67,8 +67,9 @@ const queuedNote = "⏳ _%s cannot take messages while it answers; this one runs
 
 // steering is a running turn that takes messages (BusySteer on an engine
 // that can): Handle hands them to inbox, and one goroutine of the turn
-// (steerLoop) writes them to the run in order. Guarded by Dispatcher.mu
-// except run, user, userName, dir and wake, which are set once.
+// (steerLoop) writes them to the run in order. Guarded by its
+// conversation's mu except run, user, userName, dir and wake, which are set
+// once.
 type steering struct {
 	run      *engine.Run
 	user     string // whose message the turn answers
@@ -89,7 +90,7 @@ func (s *steering) poke() {
 	}
 }
 
-// busy decides what Handle does with m while c is busy, with d.mu held:
+// busy decides what Handle does with m while c is busy, with c.mu held:
 // taken is true when m was handed to the running turn (BusySteer), and
 // tellQueued when m queues because the turn's engine cannot steer and the
 // conversation has not been told so yet. BusyInterrupt stops the running
@@ -111,14 +112,10 @@ func (d *Dispatcher) busy(c *conversation, m Message) (taken, tellQueued bool) {
 		return false, false
 	}
 	if r.engine != "" && !steerable(r.engine) {
-		key := c.key.String()
-		if d.told[key] {
+		if c.toldNoSteer {
 			return false, false
 		}
-		if len(d.told) >= 10000 {
-			clear(d.told) // bounded; at worst a conversation is told again
-		}
-		d.told[key] = true
+		c.toldNoSteer = true
 		return false, true
 	}
 	s := r.steer
@@ -157,19 +154,19 @@ func (d *Dispatcher) startSteering(c *conversation, run *engine.Run, eng string,
 	}
 	s := &steering{run: run, user: m.User, userName: m.UserName, dir: dir,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
-	d.mu.Lock()
+	c.mu.Lock()
 	if c.running != nil {
 		c.running.steer = s
 	}
-	d.mu.Unlock()
+	c.mu.Unlock()
 	go d.steerLoop(c, s, log)
 	return func() {
-		d.mu.Lock()
+		c.mu.Lock()
 		s.ending = true
 		if c.running != nil && c.running.steer == s {
 			c.running.steer = nil
 		}
-		d.mu.Unlock()
+		c.mu.Unlock()
 		s.poke()
 		<-s.done
 	}
@@ -184,10 +181,10 @@ func (d *Dispatcher) startSteering(c *conversation, run *engine.Run, eng string,
 func (d *Dispatcher) steerLoop(c *conversation, s *steering, log *slog.Logger) {
 	defer close(s.done)
 	for {
-		d.mu.Lock()
+		c.mu.Lock()
 		if len(s.inbox) == 0 {
 			ending := s.ending
-			d.mu.Unlock()
+			c.mu.Unlock()
 			if ending {
 				return
 			}
@@ -197,12 +194,12 @@ func (d *Dispatcher) steerLoop(c *conversation, s *steering, log *slog.Logger) {
 		m := s.inbox[0]
 		s.inbox = s.inbox[1:]
 		stops := s.stops
-		d.mu.Unlock()
+		c.mu.Unlock()
 
 		text, files := s.message(&m, log)
 		if err := s.run.Steer(text, files); err != nil {
 			log.Debug("message not steered; queued for a turn of its own", "err", err)
-			d.mu.Lock()
+			c.mu.Lock()
 			back := append([]Message{m}, s.inbox...)
 			stopped := s.stops != stops // /stop came meanwhile: m was waiting too
 			if stopped {
@@ -212,11 +209,11 @@ func (d *Dispatcher) steerLoop(c *conversation, s *steering, log *slog.Logger) {
 			if c.running != nil && c.running.steer == s {
 				c.running.steer = nil
 			}
-			closing := d.closing
+			closing := d.closing.Load() // Close, once closing, empties c.queue under c.mu
 			if !closing {
 				c.queue = append(back, c.queue...)
 			}
-			d.mu.Unlock()
+			c.mu.Unlock()
 			if stopped {
 				d.dropStopped(m)
 			}
@@ -228,13 +225,10 @@ func (d *Dispatcher) steerLoop(c *conversation, s *steering, log *slog.Logger) {
 			}
 			continue
 		}
-		d.mu.Lock()
+		c.mu.Lock()
 		s.steered++
-		eng := ""
-		if c.running != nil {
-			eng = c.running.engine
-		}
-		d.mu.Unlock()
+		eng := c.engine()
+		c.mu.Unlock()
 		d.meter.BusyMessage(m.Platform, eng, "steered")
 		log.Info("message steered into the running turn", "files", len(files))
 		d.acknowledge(m, log)

@@ -113,10 +113,13 @@ func (d *Dispatcher) help() string {
 // whole process group; its partial answer stays, marked stopped. Waiting
 // messages are dropped; those with a Sink get their terminal event.
 func (d *Dispatcher) stop(key Key) string {
-	d.mu.Lock()
-	c := d.convs[key.String()]
-	if c == nil || c.running == nil {
-		d.mu.Unlock()
+	c := d.find(key)
+	if c == nil {
+		return "Nothing is running."
+	}
+	c.mu.Lock()
+	if c.running == nil {
+		c.mu.Unlock()
 		return "Nothing is running."
 	}
 	dropped := c.queue
@@ -127,7 +130,7 @@ func (d *Dispatcher) stop(key Key) string {
 		s.stops++
 	}
 	c.running.stop()
-	d.mu.Unlock()
+	c.mu.Unlock()
 	for _, m := range dropped {
 		d.dropStopped(m)
 	}
@@ -149,13 +152,14 @@ func (d *Dispatcher) dropStopped(m Message) {
 
 // bump makes a running turn of key forget its session when it ends.
 func (d *Dispatcher) bump(key Key) (running bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if c := d.convs[key.String()]; c != nil {
-		c.generation++
-		return c.running != nil
+	c := d.find(key)
+	if c == nil {
+		return false
 	}
-	return false
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.generation++
+	return c.running != nil
 }
 
 func (d *Dispatcher) newSession(key Key) (string, error) {
@@ -186,8 +190,8 @@ func (d *Dispatcher) status(m Message, key Key) (string, error) {
 	}
 	state := "idle"
 	queued := 0
-	d.mu.Lock()
-	if c := d.convs[key.String()]; c != nil {
+	if c := d.find(key); c != nil {
+		c.mu.Lock()
 		if c.running != nil {
 			state = "answering for " + time.Since(c.running.started).Round(time.Second).String()
 			if s := c.running.steer; s != nil && s.steered > 0 {
@@ -195,8 +199,8 @@ func (d *Dispatcher) status(m Message, key Key) (string, error) {
 			}
 		}
 		queued = len(c.queue)
+		c.mu.Unlock()
 	}
-	d.mu.Unlock()
 	avail := ""
 	if err := d.lookup(set.engine); err != nil {
 		avail = " — not available: " + err.Error()

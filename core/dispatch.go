@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/golem-chat/golem/engine"
@@ -98,13 +99,12 @@ type Dispatcher struct {
 	posters     map[string]Poster // by platform; a Source that is not a Poster answers through Sinks
 	historians  map[string]Historian
 	outboxes    map[string]map[*outboxUse]bool // by folder: the running turns using it (useOutbox)
-	convs       map[string]*conversation
+	convs       map[Key]*conversation          // see conversation.go
 	refused     map[string]time.Time
 	interrupted []store.InFlight
-	closing     bool
-	// told holds the conversations told that their engine cannot steer
-	// (BusySteer), so that each is told once.
-	told    map[string]bool
+	// closing is set once, under mu, by Close; read without mu where a
+	// conversation's mu is held.
+	closing atomic.Bool
 	workers sync.WaitGroup
 
 	// answers sends the answers that are not turns (command output,
@@ -113,32 +113,6 @@ type Dispatcher struct {
 	answers *relay.Relay[string, func()]
 
 	approvals approvals // permission requests waiting for an answer
-}
-
-// conversation is the in-memory state of one conversation: its waiting
-// messages and its running turn. Guarded by Dispatcher.mu.
-type conversation struct {
-	key     Key
-	queue   []Message
-	running *running
-	// generation changes on /new and /engine, so a turn that was running
-	// then does not store its (now forgotten) session afterwards.
-	generation int
-}
-
-type running struct {
-	started time.Time
-	stop    func()
-	// interrupt stops the turn for a newer message (BusyInterrupt).
-	interrupt func()
-	// engine is the turn's engine once it is known ("" before).
-	engine string
-	// steer takes messages into the turn while it runs (BusySteer on an
-	// engine that can); nil before the run started and once it ends.
-	steer *steering
-	// queued is true until the turn has one of MaxConcurrent's slots: it
-	// is a message waiting, for Load.
-	queued bool
 }
 
 var _ Handler = (*Dispatcher)(nil)
@@ -198,9 +172,8 @@ func NewDispatcher(opts Options) (*Dispatcher, error) {
 		posters:     map[string]Poster{},
 		historians:  map[string]Historian{},
 		outboxes:    map[string]map[*outboxUse]bool{},
-		convs:       map[string]*conversation{},
+		convs:       map[Key]*conversation{},
 		refused:     map[string]time.Time{},
-		told:        map[string]bool{},
 		interrupted: stopLeftovers(opts.Store, opts.Logger, interrupted),
 	}, nil
 }
@@ -303,28 +276,26 @@ func (d *Dispatcher) Handle(_ context.Context, m Message) {
 	}
 	key := KeyFor(m, d.opts.Scope)
 	d.mu.Lock()
-	if d.closing {
+	if d.closing.Load() {
 		d.mu.Unlock()
 		d.answer(m, "golem is shutting down; send your message again in a moment.", true)
 		return
 	}
-	c := d.convs[key.String()]
-	if c == nil {
-		c = &conversation{key: key}
-		d.convs[key.String()] = c
-	}
-	busy := c.running != nil || len(c.queue) > 0
+	c := d.conversationLocked(key)
+	c.mu.Lock() // before d.mu is let go: Close, once closing, finds m queued or refused
+	d.mu.Unlock()
+	busy := !c.idle()
 	tellQueued := false
 	if busy {
 		var steered bool
 		if steered, tellQueued = d.busy(c, m); steered {
-			d.mu.Unlock()
+			c.mu.Unlock()
 			return
 		}
 	}
 	if busy && len(c.queue) >= d.waitLimit() {
 		n := len(c.queue)
-		d.mu.Unlock()
+		c.mu.Unlock()
 		d.answer(m, fmt.Sprintf("⏳ I'm still working on this conversation and %d messages are waiting. Wait for the answer, or send /stop.", n), true)
 		return
 	}
@@ -334,11 +305,8 @@ func (d *Dispatcher) Handle(_ context.Context, m Message) {
 		d.workers.Add(1)
 		go d.work(c)
 	}
-	eng := ""
-	if c.running != nil {
-		eng = c.running.engine
-	}
-	d.mu.Unlock()
+	eng := c.engine()
+	c.mu.Unlock()
 	if tellQueued {
 		d.meter.BusyMessage(m.Platform, eng, "queued")
 		note := fmt.Sprintf(queuedNote, eng)
@@ -350,16 +318,15 @@ func (d *Dispatcher) Handle(_ context.Context, m Message) {
 	}
 }
 
-// work runs the conversation's queued turns one after another, then
-// forgets the idle conversation.
+// work runs the conversation's queued turns one after another, until none
+// waits.
 func (d *Dispatcher) work(c *conversation) {
 	defer d.workers.Done()
 	for {
-		d.mu.Lock()
+		c.mu.Lock()
 		if len(c.queue) == 0 {
 			c.running = nil
-			delete(d.convs, c.key.String())
-			d.mu.Unlock()
+			c.mu.Unlock()
 			return
 		}
 		m := c.queue[0]
@@ -367,13 +334,13 @@ func (d *Dispatcher) work(c *conversation) {
 		ctx, stop, interrupt := turnContext(d.life)
 		c.running = &running{started: time.Now(), stop: stop, interrupt: interrupt, queued: true}
 		gen := c.generation
-		d.mu.Unlock()
+		c.mu.Unlock()
 
 		select {
 		case d.slots <- struct{}{}:
-			d.mu.Lock()
+			c.mu.Lock()
 			c.running.queued = false
-			d.mu.Unlock()
+			c.mu.Unlock()
 			release := sync.OnceFunc(func() { <-d.slots })
 			forget := d.runTurn(ctx, c, m, gen, release)
 			release()
@@ -414,13 +381,15 @@ var shutdownEnd = parser.Event{Type: parser.Error, Reason: parser.Interrupted,
 // are cancelled.
 func (d *Dispatcher) Close(ctx context.Context) error {
 	d.mu.Lock()
-	d.closing = true
+	d.closing.Store(true)
+	d.mu.Unlock()
 	var dropped []Message
-	for _, c := range d.convs {
+	for _, c := range d.conversations() {
+		c.mu.Lock()
 		dropped = append(dropped, c.queue...)
 		c.queue = nil
+		c.mu.Unlock()
 	}
-	d.mu.Unlock()
 	for _, m := range dropped { // queued, not waited for: Close's wait below covers them
 		d.measure(m, d.engineFor(m), shutdownEnd, nil, time.Time{})
 		d.finishUnstarted(d.life, m, shutdownEnd)
@@ -437,13 +406,13 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 	}
-	d.mu.Lock()
-	for _, c := range d.convs {
+	for _, c := range d.conversations() {
+		c.mu.Lock()
 		if c.running != nil {
 			c.running.stop()
 		}
+		c.mu.Unlock()
 	}
-	d.mu.Unlock()
 	select {
 	case <-idle:
 	case <-time.After(10 * time.Second): // a platform that never answers

@@ -102,13 +102,10 @@ func (d *Dispatcher) measure(m Message, eng string, terminal parser.Event, start
 // for a slot. A turn whose agent has exited and that is still finishing
 // (its slot given back) is neither.
 func (d *Dispatcher) Load() (running, waiting int) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, c := range d.convs {
-		waiting += len(c.queue)
-		if c.running != nil && c.running.queued {
-			waiting++
-		}
+	for _, c := range d.conversations() {
+		c.mu.Lock()
+		waiting += c.waiting()
+		c.mu.Unlock()
 	}
 	return len(d.slots), waiting
 }

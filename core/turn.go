@@ -54,11 +54,11 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 		return nothing
 	}
 	set := d.settings(m, conv)
-	d.mu.Lock()
+	c.mu.Lock()
 	if c.running != nil {
 		c.running.engine = set.engine
 	}
-	d.mu.Unlock()
+	c.mu.Unlock()
 	eng := d.opts.Engines[set.engine]
 	if eng == nil {
 		<-d.answer(m, "⚠️ **Error:** engine "+set.engine+" is not configured", true)
@@ -118,7 +118,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 					continue // shown as a question, not as tool activity
 				}
 				show = append(show, ev)
-				if ev.SessionReset && d.sameGeneration(c, gen) {
+				if ev.SessionReset && c.sameGeneration(gen) {
 					if err := d.opts.Store.ClearSession(key); err != nil {
 						log.Error("clear session", "err", err)
 					}
@@ -204,7 +204,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 // the write so that a /new or /engine racing with it wins.
 func (d *Dispatcher) saveSession(c *conversation, gen int, key, eng, session string, log *slog.Logger) {
 	err := d.opts.Store.UpdateConversation(key, func(sc *store.Conversation) bool {
-		if !d.sameGeneration(c, gen) {
+		if !c.sameGeneration(gen) {
 			return false
 		}
 		sc.Engine, sc.SessionID, sc.LastUsed = eng, session, time.Now()
@@ -229,12 +229,6 @@ func outcome(ev parser.Event) string {
 		return "done"
 	}
 	return ev.Reason.String()
-}
-
-func (d *Dispatcher) sameGeneration(c *conversation, gen int) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return c.generation == gen
 }
 
 // turnOutput is where a turn's events go: a Reply on the platform, or the

@@ -1,0 +1,120 @@
+package core
+
+import (
+	"sync"
+	"time"
+)
+
+// maxIdleConversations bounds the idle conversations a Dispatcher keeps in
+// memory; past it the idle ones are forgotten (all they hold is whether
+// they were told that their engine cannot steer, so at worst one is told
+// again).
+const maxIdleConversations = 10000
+
+// conversation is everything core holds in memory for one conversation:
+// the messages waiting for a turn, the running turn with the messages being
+// steered into it, the generation that /new and /engine bump, and whether
+// it was told that its engine cannot steer. It is one unit, so that a
+// conversation can change hands (between replicas) as one thing; what is
+// lasting (the session, the settings, the turn in flight) is in the store.
+//
+// Its fields are guarded by its own mu. Dispatcher.mu guards only the map
+// of conversations; where both are held, Dispatcher.mu is taken first.
+type conversation struct {
+	key Key
+
+	mu      sync.Mutex
+	queue   []Message
+	running *running
+	// generation changes on /new and /engine, so a turn that was running
+	// then does not store its (now forgotten) session afterwards.
+	generation int
+	// toldNoSteer: the conversation was told that its engine cannot take
+	// messages while it answers (BusySteer), so it is told once.
+	toldNoSteer bool
+}
+
+type running struct {
+	started time.Time
+	stop    func()
+	// interrupt stops the turn for a newer message (BusyInterrupt).
+	interrupt func()
+	// engine is the turn's engine once it is known ("" before).
+	engine string
+	// steer takes messages into the turn while it runs (BusySteer on an
+	// engine that can); nil before the run started and once it ends.
+	steer *steering
+	// queued is true until the turn has one of MaxConcurrent's slots: it
+	// is a message waiting, for Load.
+	queued bool
+}
+
+// idle reports whether nothing runs or waits in c. Called with c.mu held.
+func (c *conversation) idle() bool { return c.running == nil && len(c.queue) == 0 }
+
+// engine is the running turn's engine, "" when none runs or it is not
+// known yet. Called with c.mu held.
+func (c *conversation) engine() string {
+	if c.running == nil {
+		return ""
+	}
+	return c.running.engine
+}
+
+// waiting is how many of c's messages wait for a turn: those queued, and
+// a turn still waiting for a slot. Called with c.mu held.
+func (c *conversation) waiting() int {
+	n := len(c.queue)
+	if c.running != nil && c.running.queued {
+		n++
+	}
+	return n
+}
+
+// sameGeneration reports whether /new or /engine has not come since a turn
+// of generation gen started.
+func (c *conversation) sameGeneration(gen int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.generation == gen
+}
+
+// conversationLocked returns key's conversation, made when it is new.
+// Called with d.mu held. Making one past maxIdleConversations first
+// forgets the idle ones.
+func (d *Dispatcher) conversationLocked(key Key) *conversation {
+	if c := d.convs[key]; c != nil {
+		return c
+	}
+	if len(d.convs) >= maxIdleConversations {
+		for k, c := range d.convs {
+			c.mu.Lock()
+			if c.idle() {
+				delete(d.convs, k)
+			}
+			c.mu.Unlock()
+		}
+	}
+	c := &conversation{key: key}
+	d.convs[key] = c
+	return c
+}
+
+// find returns key's conversation, nil when core holds nothing of it.
+func (d *Dispatcher) find(key Key) *conversation {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.convs[key]
+}
+
+// conversations are the conversations held now, for a walk over them
+// without Dispatcher.mu.
+func (d *Dispatcher) conversations() []*conversation {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	cs := make([]*conversation, 0, len(d.convs))
+	for _, c := range d.convs {
+		cs = append(cs, c)
+	}
+	return cs
+}
