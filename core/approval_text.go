@@ -95,13 +95,17 @@ func choices(ev parser.Event, id string) []Choice {
 // decisionText is what a decided question says instead.
 func decisionText(rec store.Approval, ans engine.PermissionAnswer, by string, timeout time.Duration) string {
 	switch rec.Reason {
-	case "timeout":
+	case store.ApprovalTimedOut:
 		return fmt.Sprintf("⌛ %s denied: no answer in %s.", rec.Tool, roundDuration(timeout))
-	case "stopped":
+	case store.ApprovalStopped:
 		return fmt.Sprintf("⏹️ %s denied: the answer was stopped.", rec.Tool)
-	case "expired":
+	case store.ApprovalTurnTimedOut:
+		return fmt.Sprintf("⌛ %s denied: the answer ran out of time.", rec.Tool)
+	case store.ApprovalTurnEnded:
+		return fmt.Sprintf("⏹️ %s denied: the agent ended its answer before it was answered.", rec.Tool)
+	case store.ApprovalExpired:
 		return fmt.Sprintf("⌛ %s expired: golem restarted before it was answered.", rec.Tool)
-	case "plan_mode":
+	case store.ApprovalPlanMode:
 		return fmt.Sprintf("📝 %s denied: plan mode.", rec.Tool)
 	}
 	switch {

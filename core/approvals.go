@@ -117,7 +117,7 @@ func (d *Dispatcher) askPermission(st *askState, ev parser.Event) {
 		// approved; what the CLI asks meanwhile is refused without asking.
 		d.settle(r, engine.PermissionAnswer{Decision: engine.Deny,
 			Message: "golem runs this conversation in plan mode: only read and plan, then propose the plan with ExitPlanMode."},
-			"golem", "plan_mode", "", "")
+			"golem", store.ApprovalPlanMode, "", "")
 		return
 	}
 	d.approvals.mu.Lock()
@@ -127,7 +127,7 @@ func (d *Dispatcher) askPermission(st *askState, ev parser.Event) {
 	d.approvals.pending[r.rec.ID] = r
 	r.timer = time.AfterFunc(d.opts.Permissions.Timeout, func() {
 		d.decide(r.rec.ID, nil, engine.PermissionAnswer{Decision: engine.Deny,
-			Message: "Nobody answered in time; the request was denied."}, "golem", "timeout")
+			Message: "Nobody answered in time; the request was denied."}, "golem", store.ApprovalTimedOut)
 	})
 	d.approvals.mu.Unlock()
 
@@ -208,7 +208,7 @@ func (d *Dispatcher) HandleAction(ctx context.Context, a Action) ActionResult {
 	if verb == "pick" {
 		from.pick = rest
 	}
-	settled, err := d.decide(id, from, ans, who, "answered")
+	settled, err := d.decide(id, from, ans, who, store.ApprovalAnswered)
 	if err != nil {
 		return ActionResult{Refusal: refusal(err), Err: err}
 	}
@@ -230,7 +230,7 @@ type actor struct {
 // the answer before decide returns; the record, the log and the
 // question's update follow off the caller's goroutine. It returns the
 // question's new text.
-func (d *Dispatcher) decide(id string, from *actor, ans engine.PermissionAnswer, who, reason string) (string, error) {
+func (d *Dispatcher) decide(id string, from *actor, ans engine.PermissionAnswer, who string, reason store.ApprovalEnd) (string, error) {
 	d.approvals.mu.Lock()
 	r := d.approvals.pending[id]
 	switch {
@@ -286,19 +286,19 @@ const (
 // a stream gets the decision event; a question with buttons is settled,
 // unless the click on it decided; without buttons, the outcome is posted,
 // unless a text command decided (its answer is the outcome).
-func (d *Dispatcher) settle(r *request, ans engine.PermissionAnswer, name, reason, who, via string) string {
+func (d *Dispatcher) settle(r *request, ans engine.PermissionAnswer, name string, reason store.ApprovalEnd, who, via string) string {
 	return d.settleFor(d.life, r, ans, name, reason, who, via)
 }
 
 // settleFor is settle with the context the answer to the run is given
 // under: a run that has ended gets a done one, so an in-process run that
 // no longer takes answers never holds its turn up.
-func (d *Dispatcher) settleFor(ctx context.Context, r *request, ans engine.PermissionAnswer, name, reason, who, via string) string {
+func (d *Dispatcher) settleFor(ctx context.Context, r *request, ans engine.PermissionAnswer, name string, reason store.ApprovalEnd, who, via string) string {
 	ans.ID = r.cliID
 	if r.rec.Tool == parser.ExitPlanMode && ans.Decision != engine.Deny {
 		r.turn.planApproved.Store(true)
 	}
-	if r.sink != nil && reason != "plan_mode" {
+	if r.sink != nil && reason != store.ApprovalPlanMode {
 		// Before the agent has the answer, so that a stream shows the
 		// decision before what the agent does with it, and before its end.
 		r.sink(parser.Event{Type: parser.PermissionDecision, ID: r.rec.ID, Permission: &parser.Permission{Decision: string(ans.Decision)}})
@@ -316,6 +316,7 @@ func (d *Dispatcher) settleFor(ctx context.Context, r *request, ans engine.Permi
 	}
 	log.Info("permission decided", "decision", rec.Decision, "reason", reason, "by", who,
 		"wait_ms", rec.Decided.Sub(rec.Asked).Milliseconds())
+	d.meter.Approval(rec.Decision, string(reason))
 	d.answers.Put(rec.Key, func() {
 		if err := d.opts.Store.SaveApproval(rec); err != nil {
 			log.Error("record permission decision", "err", err)
@@ -330,7 +331,7 @@ func (d *Dispatcher) settleFor(ctx context.Context, r *request, ans engine.Permi
 			if err := asker.Settle(d.life, r.question, text); err != nil {
 				log.Warn("settle permission question", "err", err)
 			}
-		case via == viaCommand, reason == "plan_mode":
+		case via == viaCommand, reason == store.ApprovalPlanMode:
 		default:
 			if p := d.poster(rec.Platform); p != nil {
 				if _, err := p.Send(d.life, Place{Channel: r.channel, Thread: r.question.Thread}, text); err != nil {
@@ -370,7 +371,7 @@ func (a *approvals) take(r *request) {
 
 // endRequests denies what a turn's run still has pending when the turn
 // ends or is stopped, and says so.
-func (d *Dispatcher) endRequests(run *engine.Run, key, reason string) {
+func (d *Dispatcher) endRequests(run *engine.Run, key string, reason store.ApprovalEnd) {
 	d.approvals.mu.Lock()
 	var mine []*request
 	for _, r := range d.approvals.pending {
@@ -428,7 +429,7 @@ func (d *Dispatcher) answerCommand(m Message, name, args string) string {
 		ans.Decision = engine.AllowSession
 	}
 	from := &actor{platform: m.Platform, workspace: m.Workspace, channel: m.Channel, user: m.User, name: m.UserName, command: true}
-	text, err := d.decide(id, from, ans, m.Platform+":"+m.User, "answered")
+	text, err := d.decide(id, from, ans, m.Platform+":"+m.User, store.ApprovalAnswered)
 	if err != nil {
 		return refusal(err)
 	}
@@ -489,7 +490,7 @@ func (d *Dispatcher) expireApprovals(platform string, p Poster) {
 	var mine []store.Approval
 	for _, rec := range recs {
 		if rec.Platform == platform {
-			rec.Decision, rec.Reason, rec.DecidedBy, rec.Decided = string(engine.Deny), "expired", "golem", time.Now()
+			rec.Decision, rec.Reason, rec.DecidedBy, rec.Decided = string(engine.Deny), store.ApprovalExpired, "golem", time.Now()
 			mine = append(mine, rec)
 		}
 	}

@@ -190,7 +190,7 @@ func TestApprovalApproverAndTimeout(t *testing.T) {
 	h.rec.waitAll("⌛ Bash denied: no answer in")
 	h.rec.waitAll("echo: end")
 	recs, _ := h.store.Approvals(false)
-	if len(recs) != 2 || recs[0].DecidedBy != "rec:bob" || recs[1].Reason != "timeout" || recs[1].Decision != "deny" {
+	if len(recs) != 2 || recs[0].DecidedBy != "rec:bob" || recs[1].Reason != store.ApprovalTimedOut || recs[1].Decision != "deny" {
 		t.Errorf("records %+v", recs)
 	}
 }
@@ -203,9 +203,48 @@ func TestApprovalStop(t *testing.T) {
 	h.say("alice", "/stop")
 	h.rec.waitAll("⏹️ Write denied: the answer was stopped.")
 	recs, _ := h.store.Approvals(false)
-	if len(recs) != 1 || recs[0].Reason != "stopped" {
+	if len(recs) != 1 || recs[0].Reason != store.ApprovalStopped {
 		t.Errorf("records %+v", recs)
 	}
+}
+
+// A turn that runs out of time while its request waits denies it saying
+// so, not as if nobody had answered within the approval timeout, and the
+// decision is counted with why it ended.
+func TestApprovalTurnTimeoutAndMeter(t *testing.T) {
+	meter := &approvalMeter{}
+	h := newHarness(t, chatLimits, func(o *core.Options) {
+		o.Timeout = 300 * time.Millisecond
+		o.Permissions.Timeout = time.Hour
+		o.Meter = meter
+	})
+	h.say("alice", askWrite)
+	text := h.rec.waitAll("⌛ Write denied: the answer ran out of time.")
+	if strings.Contains(text, "no answer in") {
+		t.Errorf("a turn timeout read as an approval timeout:\n%s", text)
+	}
+	recs, _ := h.store.Approvals(false)
+	if len(recs) != 1 || recs[0].Reason != store.ApprovalTurnTimedOut {
+		t.Errorf("records %+v", recs)
+	}
+	meter.decidedMu.Lock()
+	defer meter.decidedMu.Unlock()
+	if want := []string{"deny turn_timed_out"}; fmt.Sprint(meter.decided) != fmt.Sprint(want) {
+		t.Errorf("meter told %q, want %q", meter.decided, want)
+	}
+}
+
+// approvalMeter records the approvals the Meter is told of.
+type approvalMeter struct {
+	turnMeter
+	decidedMu sync.Mutex
+	decided   []string
+}
+
+func (m *approvalMeter) Approval(decision, reason string) {
+	m.decidedMu.Lock()
+	defer m.decidedMu.Unlock()
+	m.decided = append(m.decided, decision+" "+reason)
 }
 
 // A stream (the HTTP API, the terminal) gets the request as an event with

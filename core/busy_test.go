@@ -431,7 +431,7 @@ func (m *turnMeter) TurnEnded(s core.TurnStats) {
 	m.mu.Unlock()
 }
 func (m *turnMeter) EngineFailed(string, string)        {}
-func (m *turnMeter) Approval(string)                    {}
+func (m *turnMeter) Approval(string, string)            {}
 func (m *turnMeter) BusyMessage(string, string, string) {}
 
 // Messages handed to the running turn that it refuses once golem shuts

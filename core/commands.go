@@ -53,7 +53,7 @@ func (d *Dispatcher) command(m Message, name, args string) {
 	case "help", "start":
 		text = d.help()
 	case "stop":
-		d.endRequests(nil, key.String(), "stopped")
+		d.endRequests(nil, key.String(), store.ApprovalStopped)
 		text = d.stop(key)
 	case "allow", "deny":
 		text = d.answerCommand(m, name, args)

@@ -21,9 +21,10 @@ type Meter interface {
 	// EngineFailed is told of a failure of the engine's CLI, by kind (see
 	// the Failure constants).
 	EngineFailed(engine, kind string)
-	// Approval is told of every permission request decided, by decision
-	// ("allow", "deny", "timeout"); the approvals code calls it.
-	Approval(decision string)
+	// Approval is told of every permission request decided: its decision
+	// ("allow", "allow_session", "deny") and why it ended (a
+	// store.ApprovalEnd: "answered", "timed_out", "stopped", ...).
+	Approval(decision, reason string)
 	// BusyMessage is told of a message that came while its conversation's
 	// answer ran, by what was done with it (see Busy): "steered" into the
 	// running turn, "interrupted" it, or "queued" because the engine
@@ -68,7 +69,7 @@ type noMeter struct{}
 
 func (noMeter) TurnEnded(TurnStats)                {}
 func (noMeter) EngineFailed(string, string)        {}
-func (noMeter) Approval(string)                    {}
+func (noMeter) Approval(string, string)            {}
 func (noMeter) BusyMessage(string, string, string) {}
 
 // measure tells the Meter how a turn of m on eng ended: terminal is its

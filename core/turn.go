@@ -137,11 +137,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 		endSteering()
 	}
 	if run != nil {
-		reason := "stopped"
-		if terminal.Reason == parser.TimedOut {
-			reason = "timeout"
-		}
-		d.endRequests(run, key, reason)
+		d.endRequests(run, key, approvalEnd(terminal))
 		select {
 		case <-run.Exited():
 			release()
@@ -220,6 +216,18 @@ func (d *Dispatcher) saveSession(c *conversation, gen int, key, eng, session str
 // resumes what the agent did.
 func cutShort(ev parser.Event) bool {
 	return ev.Type == parser.Error && (ev.Reason == parser.Stopped || ev.Reason == parser.TimedOut)
+}
+
+// approvalEnd is why the permission requests still waiting when a turn
+// ended with ev were denied.
+func approvalEnd(ev parser.Event) store.ApprovalEnd {
+	switch {
+	case ev.Type == parser.Error && ev.Reason == parser.Stopped:
+		return store.ApprovalStopped
+	case ev.Type == parser.Error && ev.Reason == parser.TimedOut:
+		return store.ApprovalTurnTimedOut
+	}
+	return store.ApprovalTurnEnded
 }
 
 // outcome names how a turn ended, for logs (and metrics): "done", or the

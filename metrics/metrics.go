@@ -8,7 +8,7 @@
 //	golem_queue_waiting                            messages waiting for their conversation or a slot
 //	golem_platform_calls_total{platform,method}    every attempt of a platform API call
 //	golem_platform_rate_limited_total{platform,method}  attempts the platform answered with a rate limit
-//	golem_approvals_total{decision}                permission requests decided: allow, deny, timeout
+//	golem_approvals_total{decision,reason}         permission requests decided: allow, allow_session, deny; answered, timed_out, stopped, ...
 //	golem_engine_failures_total{engine,kind}       CLI failures: not_installed, start, crashed, cli_error
 //	golem_busy_messages_total{platform,engine,handling}  messages that came while their answer ran: steered, interrupted, queued
 //
@@ -76,8 +76,8 @@ func New() *Registry {
 			Name: "golem_platform_rate_limited_total", Help: "Platform API attempts answered with a rate limit, by platform and method.",
 		}, []string{"platform", "method"}),
 		approvals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "golem_approvals_total", Help: "Permission requests decided, by decision.",
-		}, []string{"decision"}),
+			Name: "golem_approvals_total", Help: "Permission requests decided, by decision and why they ended.",
+		}, []string{"decision", "reason"}),
 		engineFailure: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "golem_engine_failures_total", Help: "Engine CLI failures by engine and kind (not_installed, start, crashed, cli_error).",
 		}, []string{"engine", "kind"}),
@@ -121,7 +121,9 @@ func (r *Registry) EngineFailed(engine, kind string) {
 }
 
 // Approval implements core.Meter.
-func (r *Registry) Approval(decision string) { r.approvals.WithLabelValues(decision).Inc() }
+func (r *Registry) Approval(decision, reason string) {
+	r.approvals.WithLabelValues(decision, reason).Inc()
+}
 
 // BusyMessage implements core.Meter.
 func (r *Registry) BusyMessage(platform, engine, handling string) {

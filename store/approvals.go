@@ -30,10 +30,35 @@ type Approval struct {
 	Message string `json:"message,omitempty"`
 
 	Decision  string    `json:"decision,omitempty"`   // allow, allow_session, deny; "" while pending
-	Reason    string    `json:"reason,omitempty"`     // answered, timeout, stopped, expired, plan_mode
+	Reason    ApprovalEnd `json:"reason,omitempty"`   // why it ended; "" while pending
 	DecidedBy string    `json:"decided_by,omitempty"` // "platform:user", or "golem" for a timeout, stop, expiry
 	Decided   time.Time `json:"decided,omitzero"`
 }
+
+// ApprovalEnd is why a permission request ended, as parser.Reason is why
+// a run ended.
+type ApprovalEnd string
+
+const (
+	// ApprovalAnswered: someone allowed or denied it.
+	ApprovalAnswered ApprovalEnd = "answered"
+	// ApprovalTimedOut: nobody answered within the approval timeout; it
+	// was denied. (Records written before 2026-12 say "timeout".)
+	ApprovalTimedOut ApprovalEnd = "timed_out"
+	// ApprovalStopped: its turn was stopped (/stop, busy: interrupt, a
+	// shutdown) while it waited; it was denied.
+	ApprovalStopped ApprovalEnd = "stopped"
+	// ApprovalTurnTimedOut: its turn ran out of time while it waited.
+	ApprovalTurnTimedOut ApprovalEnd = "turn_timed_out"
+	// ApprovalTurnEnded: the agent ended its turn (or crashed) while it
+	// waited.
+	ApprovalTurnEnded ApprovalEnd = "turn_ended"
+	// ApprovalExpired: golem restarted while it waited.
+	ApprovalExpired ApprovalEnd = "expired"
+	// ApprovalPlanMode: refused without asking, since the conversation is
+	// in plan mode and its plan is not approved yet.
+	ApprovalPlanMode ApprovalEnd = "plan_mode"
+)
 
 // SaveApproval records a, or replaces the record with the same ID (the
 // decision is a second save).
