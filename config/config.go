@@ -20,6 +20,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/golem-chat/golem/adapters/discord"
@@ -80,7 +82,29 @@ type Config struct {
 	Discord  discord.Config  `yaml:"discord"`
 	HTTP     httpapi.Config  `yaml:"http"`
 
-	dir string // the config file's folder; relative paths resolve from it
+	dir      string            // the config file's folder; relative paths resolve from it
+	file     string            // the config file read, absolute; "" for none
+	expanded map[string]string // each ${VAR} of the file and the key it was first found at
+}
+
+// File is the absolute path of the configuration file read, "" when none
+// was (the defaults run).
+func (c *Config) File() string { return c.file }
+
+// Withheld returns the variables of golem's environment that no agent may
+// be given: those the file expands outside the engines' sections (a
+// platform token, http.token, ...), sorted. An engine's own key expanded in
+// its section is the engines' business: each agent gets what its
+// allowlist names.
+func (c *Config) Withheld() []string {
+	var names []string
+	for name, key := range c.expanded {
+		if !strings.HasPrefix(key, "engines.") {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
 }
 
 // Access is the access: section.
@@ -164,6 +188,9 @@ func Load(path string, allowMissing bool) (Config, error) {
 		return c, fmt.Errorf("config %s: %w", path, err)
 	}
 	c.dir = filepath.Dir(path)
+	if c.file, err = filepath.Abs(path); err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
 	return c, c.Validate()
 }
 

@@ -239,3 +239,37 @@ func TestConfigOverrides(t *testing.T) {
 		t.Errorf("overrides = %+v, want %+v", got, want)
 	}
 }
+
+// TestPassEnv: engines.NAME.pass_env is read, a variable the file expands
+// outside the engines' sections (a platform token) is withheld from every
+// agent, and pass_env naming one is refused with the key.
+func TestPassEnv(t *testing.T) {
+	t.Setenv("GOLEM_TEST_SLACK", "xoxb-1")
+	t.Setenv("GOLEM_TEST_KEY", "k-1")
+	path := writeConfig(t, `slack: {bot_token: "${GOLEM_TEST_SLACK}"}
+engines:
+  claude-code: {api_key: "${GOLEM_TEST_KEY}", pass_env: [GH_TOKEN]}
+`)
+	c, err := Load(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Engines["claude-code"].Base().PassEnv; !slices.Equal(got, []string{"GH_TOKEN"}) {
+		t.Errorf("pass_env = %v", got)
+	}
+	if got := c.Withheld(); !slices.Equal(got, []string{"GOLEM_TEST_SLACK"}) {
+		t.Errorf("withheld: %v, want the Slack token's variable only", got)
+	}
+	if abs, _ := filepath.Abs(path); c.File() != abs {
+		t.Errorf("File() = %q, want %q", c.File(), abs)
+	}
+	for body, want := range map[string]string{
+		"slack: {bot_token: \"${GOLEM_TEST_SLACK}\"}\nengines:\n  codex: {pass_env: [GOLEM_TEST_SLACK]}\n": "engines.codex.pass_env[0]: GOLEM_TEST_SLACK is read by golem's own configuration (slack.bot_token)",
+		"engines:\n  codex: {pass_env: [\"A-B\"]}\n":                                                       `engines.codex.pass_env[0]: "A-B" is not a variable name`,
+	} {
+		_, err := Load(writeConfig(t, body), false)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err = %v, want %q", body, err, want)
+		}
+	}
+}

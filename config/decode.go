@@ -30,7 +30,8 @@ func (c *Config) parse(raw []byte) error {
 	if err := checkEngineNames(&doc); err != nil {
 		return err
 	}
-	expandScalars(&doc)
+	c.expanded = map[string]string{}
+	expandScalars(&doc, "", c.expanded)
 	expanded, err := yaml.Marshal(&doc)
 	if err != nil {
 		return err
@@ -189,16 +190,40 @@ func keyAt(n *yaml.Node, prefix string, at func(k, v *yaml.Node) bool) string {
 	return ""
 }
 
-func expandScalars(n *yaml.Node) {
+// expandScalars replaces each ${VAR} in n's scalars by the variable's
+// value, and records in seen each variable with the key it was first found
+// at ("slack.bot_token").
+func expandScalars(n *yaml.Node, path string, seen map[string]string) {
 	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "${") {
 		n.Value = envRef.ReplaceAllStringFunc(n.Value, func(ref string) string {
-			return os.Getenv(ref[2 : len(ref)-1])
+			name := ref[2 : len(ref)-1]
+			if _, ok := seen[name]; !ok {
+				seen[name] = path
+			}
+			return os.Getenv(name)
 		})
 		if n.Value == "" {
 			n.Tag = "!!str" // an unset ${VAR} is an empty string, not null
 		}
 	}
-	for _, k := range n.Content {
-		expandScalars(k)
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			sub := k.Value
+			if path != "" {
+				sub = path + "." + k.Value
+			}
+			expandScalars(k, path, seen)
+			expandScalars(v, sub, seen)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			expandScalars(c, fmt.Sprintf("%s[%d]", path, i), seen)
+		}
+	default:
+		for _, k := range n.Content {
+			expandScalars(k, path, seen)
+		}
 	}
 }

@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"net"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -81,6 +83,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("access.allow[%d]: %q must be platform:user or *", i, a)
 		}
 	}
+	if err := c.validatePassEnv(); err != nil {
+		return err
+	}
 	if c.HTTP.Listen != "" {
 		host, _, err := net.SplitHostPort(c.HTTP.Listen)
 		if err != nil {
@@ -132,3 +137,28 @@ func (c *Config) validatePermissions(channels []string) error {
 	}
 	return nil
 }
+
+// validatePassEnv checks each engine's pass_env: variable names, none of
+// them one that golem's own configuration reads (the agent never sees
+// those).
+func (c *Config) validatePassEnv() error {
+	for _, name := range engine.Names() {
+		set := c.Engines[name]
+		if set == nil {
+			continue
+		}
+		withheld := c.Withheld()
+		for i, v := range set.Base().PassEnv {
+			if !envName.MatchString(v) {
+				return fmt.Errorf("engines.%s.pass_env[%d]: %q is not a variable name", name, i, v)
+			}
+			if slices.Contains(withheld, v) {
+				return fmt.Errorf("engines.%s.pass_env[%d]: %s is read by golem's own configuration (%s); the agent is never given it",
+					name, i, v, c.expanded[v])
+			}
+		}
+	}
+	return nil
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

@@ -76,10 +76,7 @@ func Checkup(ctx context.Context, spec Spec, set Settings) (Health, error) {
 		return h, err
 	}
 	h.Path = path
-	env := os.Environ()
-	for k, v := range cfg.Env {
-		env = append(env, k+"="+v)
-	}
+	env := agentEnv(spec, cfg, "", nil) // the key, if any, is in cfg
 	if h.Version, err = version(ctx, path, env); err != nil {
 		return h, fmt.Errorf("engine %s: %s: %w: %w", spec.Name, path, ErrNoVersion, err)
 	}

@@ -12,7 +12,11 @@ var claudeCodeSpec = Spec{
 	InstallHint:    "install Claude Code with `npm install -g @anthropic-ai/claude-code`, or set the engine's command to the path of `claude`",
 	Capabilities: Capabilities{Approvals: true, Steering: true,
 		PermissionModes: []string{string(ModeAsk), string(ModeAcceptEdits), string(ModePlan)}},
-	NewParser:   parser.NewClaudeCode,
+	NewParser: parser.NewClaudeCode,
+	// Its key, base URL and settings (CLAUDE_CODE_*, CLAUDE_CONFIG_DIR,
+	// DISABLE_TELEMETRY, ...), and IS_SANDBOX, which lets root skip its
+	// permission checks.
+	Env:         []string{"ANTHROPIC_*", "CLAUDE_*", "DISABLE_*", "IS_SANDBOX", "MAX_THINKING_TOKENS", "BASH_*_TIMEOUT_MS"},
 	NewSettings: func() Settings { return &ClaudeCodeSettings{} },
 	Credentials: Credentials{
 		KeyEnv: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"},

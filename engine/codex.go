@@ -19,6 +19,7 @@ var codexSpec = Spec{
 	// protocol), so ask is out of reach.
 	Capabilities: Capabilities{PermissionModes: []string{string(ModePlan)}},
 	NewParser:    parser.NewCodex,
+	Env:          []string{"OPENAI_*", "CODEX_*"},
 	NewSettings:  func() Settings { return &CodexSettings{} },
 	Credentials: Credentials{
 		KeyEnv: []string{"OPENAI_API_KEY", "CODEX_API_KEY"},

@@ -11,6 +11,7 @@ var cursorSpec = Spec{
 	DefaultCommand: "agent",
 	InstallHint:    "install Cursor's CLI with `curl https://cursor.com/install -fsS | bash` (it puts `agent` in ~/.local/bin), or set the engine's command to the path of `agent`",
 	NewParser:      parser.NewCursor,
+	Env:            []string{"CURSOR_*"},
 	NewSettings:    func() Settings { return &CursorSettings{} },
 	Credentials: Credentials{
 		KeyEnv: []string{"CURSOR_API_KEY"},

@@ -106,9 +106,19 @@ type Config struct {
 	// APIKey is the key used when Turn.APIKey is empty. With no key at all
 	// the child inherits the environment as it is.
 	APIKey string `yaml:"api_key"`
-	// Env holds extra variables for the child's environment, on top of the
-	// inherited one.
+	// Env holds extra variables for the child's environment, on top of
+	// what it is given of golem's own (see PassEnv).
 	Env map[string]string `yaml:"env"`
+	// PassEnv names variables of golem's environment the child is given
+	// besides the allowlist: the session's basics (PATH, HOME, USER,
+	// LOGNAME, SHELL, LANG, LC_*, TZ, TERM, TMPDIR, ...), proxies, and the
+	// CLI's own key and settings (Spec.Env). Nothing else of golem's
+	// environment reaches the agent.
+	PassEnv []string `yaml:"pass_env"`
+	// Withhold names variables of golem's environment that never reach
+	// the child, whatever the allowlist says: those golem's configuration
+	// read (a ${VAR} of bot.yaml outside the engines' sections).
+	Withhold []string `yaml:"-"`
 	// Args are extra arguments appended after the engine's own.
 	Args []string `yaml:"args"`
 	// SkillsDir holds one folder per skill (SKILL.md inside); they are

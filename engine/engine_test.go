@@ -226,26 +226,29 @@ func TestEnv(t *testing.T) {
 	t.Setenv("CLAUDECODE", "1")
 	t.Setenv("ANTHROPIC_API_KEY", "parent-anthropic")
 	t.Setenv("CURSOR_API_KEY", "parent-cursor")
-	t.Setenv("GOLEM_TEST_INHERITED", "yes")
 	unset := "<unset>"
 	tests := []struct {
-		name           string
-		engine         string
-		cfg            engine.Config
-		key            string
-		anthropic      string
-		cursor         string
-		extra, inherit string
+		name      string
+		engine    string
+		cfg       engine.Config
+		key       string
+		anthropic string
+		cursor    string
+		extra     string
 	}{
-		{"claude turn key", "claude-code", engine.Config{}, "turn-key", "turn-key", "parent-cursor", unset, "yes"},
-		{"claude config key", "claude-code", engine.Config{APIKey: "cfg-key"}, "", "cfg-key", "parent-cursor", unset, "yes"},
-		{"claude turn key wins", "claude-code", engine.Config{APIKey: "cfg-key"}, "turn-key", "turn-key", "parent-cursor", unset, "yes"},
-		{"claude inherits", "claude-code", engine.Config{}, "", "parent-anthropic", "parent-cursor", unset, "yes"},
+		{"claude turn key", "claude-code", engine.Config{}, "turn-key", "turn-key", unset, unset},
+		{"claude config key", "claude-code", engine.Config{APIKey: "cfg-key"}, "", "cfg-key", unset, unset},
+		{"claude turn key wins", "claude-code", engine.Config{APIKey: "cfg-key"}, "turn-key", "turn-key", unset, unset},
+		{"claude inherits its own key", "claude-code", engine.Config{}, "", "parent-anthropic", unset, unset},
 		{"claude config env", "claude-code", engine.Config{Env: map[string]string{"GOLEM_TEST_EXTRA": "x", "CLAUDECODE": "1"}}, "",
-			"parent-anthropic", "parent-cursor", "x", "yes"},
-		{"cursor turn key", "cursor", engine.Config{}, "turn-key", "parent-anthropic", "turn-key", unset, "yes"},
-		{"cursor config key", "cursor", engine.Config{APIKey: "cfg-key"}, "", "parent-anthropic", "cfg-key", unset, "yes"},
-		{"cursor inherits", "cursor", engine.Config{}, "", "parent-anthropic", "parent-cursor", unset, "yes"},
+			"parent-anthropic", unset, "x"},
+		{"claude passes another engine's key when told", "claude-code", engine.Config{PassEnv: []string{"CURSOR_API_KEY"}}, "",
+			"parent-anthropic", "parent-cursor", unset},
+		{"a withheld variable is not inherited", "claude-code", engine.Config{Withhold: []string{"ANTHROPIC_API_KEY"}}, "",
+			unset, unset, unset},
+		{"cursor turn key", "cursor", engine.Config{}, "turn-key", unset, "turn-key", unset},
+		{"cursor config key", "cursor", engine.Config{APIKey: "cfg-key"}, "", unset, "cfg-key", unset},
+		{"cursor inherits its own key", "cursor", engine.Config{}, "", unset, "parent-cursor", unset},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -262,12 +265,55 @@ func TestEnv(t *testing.T) {
 				t.Errorf("CLAUDECODE = %q in the child; want it removed", got)
 			}
 			for k, want := range map[string]string{"ANTHROPIC_API_KEY": tc.anthropic, "CURSOR_API_KEY": tc.cursor,
-				"GOLEM_TEST_EXTRA": tc.extra, "GOLEM_TEST_INHERITED": tc.inherit} {
+				"GOLEM_TEST_EXTRA": tc.extra} {
 				if got := get(k); got != want {
 					t.Errorf("%s = %q, want %q", k, got, want)
 				}
 			}
 		})
+	}
+}
+
+// TestEnvAllowlist: of golem's own environment the agent gets the
+// session's basics, the locale, the proxies and its CLI's own settings,
+// what pass_env names, and nothing else: not the platform tokens, not
+// golem's HTTP token, not a variable the configuration expanded. It sets
+// process variables, so it does not run in parallel.
+func TestEnvAllowlist(t *testing.T) {
+	given := map[string]string{
+		"SLACK_BOT_TOKEN": "xoxb-secret", "SLACK_APP_TOKEN": "xapp-secret", "TELEGRAM_BOT_TOKEN": "123:secret",
+		"DISCORD_BOT_TOKEN": "discord-secret", "GOLEM_HTTP_TOKEN": "http-secret", "GOLEM_TEST_INHERITED": "yes",
+		"GH_TOKEN": "gh-passed-on", "AWS_SECRET_ACCESS_KEY": "aws-secret",
+		"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC", "TERM": "xterm", "HTTPS_PROXY": "http://127.0.0.1:9",
+		"no_proxy": "localhost", "CLAUDE_CODE_MAX_RETRIES": "2", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+		"OPENAI_API_KEY": "another-engine", "MY_SETTING": "expanded-by-bot-yaml",
+	}
+	for k, v := range given {
+		t.Setenv(k, v)
+	}
+	e, logPath := fake(t, "claude-code", engine.Config{PassEnv: []string{"GH_TOKEN", "MY_SETTING"}, Withhold: []string{"MY_SETTING"}})
+	runTurn(t, e, engine.Turn{Prompt: "hi", Workdir: t.TempDir()})
+	got := map[string]string{}
+	for _, kv := range enginetest.ReadLog(t, logPath)[0].Environ {
+		k, v, _ := strings.Cut(kv, "=")
+		got[k] = v
+	}
+	for _, k := range []string{"PATH", "HOME", "LANG", "LC_ALL", "TZ", "TERM", "HTTPS_PROXY", "no_proxy",
+		"CLAUDE_CODE_MAX_RETRIES", "ANTHROPIC_BASE_URL", "GH_TOKEN", "FAKE_AGENT_LOG"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("%s did not reach the agent", k)
+		}
+	}
+	for _, k := range []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "TELEGRAM_BOT_TOKEN", "DISCORD_BOT_TOKEN",
+		"GOLEM_HTTP_TOKEN", "GOLEM_TEST_INHERITED", "AWS_SECRET_ACCESS_KEY", "OPENAI_API_KEY", "MY_SETTING"} {
+		if v, ok := got[k]; ok {
+			t.Errorf("%s=%s reached the agent", k, v)
+		}
+	}
+	for k, v := range got {
+		if strings.Contains(v, "secret") {
+			t.Errorf("%s=%s reached the agent", k, v)
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ var geminiSpec = Spec{
 	// it cannot ask (which also puts ask out of reach); bypass is --yolo.
 	Capabilities: Capabilities{PermissionModes: []string{string(ModeAcceptEdits), string(ModePlan)}},
 	NewParser:    parser.NewGemini,
+	Env:          []string{"GEMINI_*", "GOOGLE_GEMINI_*", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_GENAI_USE_VERTEXAI"},
 	NewSettings:  func() Settings { return &GeminiSettings{} },
 	Credentials: Credentials{
 		KeyEnv: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"},

@@ -13,7 +13,9 @@ var openCodeSpec = Spec{
 	// Only bypass for now (--auto). What the CLI offers: its permission
 	// config (permission.edit / permission.bash: allow, ask, deny; the plan
 	// agent) could express accept-edits and plan; `opencode run` cannot ask.
-	NewParser:   parser.NewOpenCode,
+	NewParser: parser.NewOpenCode,
+	// Its own settings and the providers' keys it reads most often.
+	Env:         []string{"OPENCODE_*", "ANTHROPIC_*", "OPENAI_*"},
 	NewSettings: func() Settings { return &OpenCodeSettings{} },
 	Credentials: Credentials{
 		KeyEnv: []string{"ANTHROPIC_API_KEY"},

@@ -459,24 +459,10 @@ func signalGroup(cmd *exec.Cmd, sig syscall.Signal) error {
 	return err
 }
 
-// env returns the child's environment: the inherited one plus cfg.Env and
-// the key's variables, without CLAUDECODE (set inside a Claude Code
-// session, it would make a nested claude refuse to start).
+// env returns the child's environment (see agentEnv).
 func (c *cli) env(key string) []string {
-	env := os.Environ()
-	for k, v := range c.cfg.Env {
-		env = append(env, k+"="+v)
-	}
-	if key != "" {
-		env = append(env, c.keyEnv(key)...)
-	}
-	out := env[:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "CLAUDECODE=") {
-			out = append(out, kv)
-		}
-	}
-	return out // duplicates: exec uses the last value of a key
+	spec, _ := Find(c.name)
+	return agentEnv(spec, c.cfg, key, c.keyEnv)
 }
 
 // maxArgPrompt is the longest prompt passed as an argument: Linux refuses

@@ -37,6 +37,10 @@ type Spec struct {
 	// Credentials says where the CLI finds its API key or login, for
 	// `bot doctor` (see Checkup); the zero value is a CLI golem cannot tell.
 	Credentials Credentials
+	// Env are the variables of golem's environment the CLI reads its key
+	// and settings from, given to it besides the common allowlist: names,
+	// or prefixes ending in * ("ANTHROPIC_*").
+	Env []string
 	// NewParser returns a fresh parser for one run's stdout.
 	NewParser func() parser.Parser
 	// NewSettings returns the engine's section of bot.yaml

@@ -76,6 +76,7 @@ func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 		set := cfg.Engines[name]
 		base := set.Base()
 		base.SkillsDir, base.Logger = skills, log
+		base.Withhold = cfg.Withheld() // what golem's configuration read never reaches an agent
 		eng := set.Engine()
 		if _, err := eng.Lookup(); err != nil {
 			level := slog.LevelInfo

@@ -55,6 +55,8 @@
 //	!stamp              answer "stamp:<unix nanoseconds>", the time the line is written
 //	!write PATH TEXT    write TEXT to the file PATH (relative to the working directory)
 //	!tool NAME {JSON}   a tool use with these args, then its result "fake output of NAME"
+//	!sh COMMAND         a Bash tool use that runs COMMAND with /bin/sh in the working
+//	                    directory; its result is what it printed, an error if it failed
 //	!ask NAME {JSON}    a tool use that needs permission (see Approvals)
 //	!garbage            print non-JSON, broken JSON, ANSI, binary and unknown-type lines
 //	!stderr TEXT        print TEXT on stderr
@@ -108,7 +110,8 @@
 //
 // When env FAKE_AGENT_LOG names a file, each invocation appends one JSON line
 // to it (see Invocation): argv, the prompt, cwd, the variables ANTHROPIC_API_KEY,
-// CURSOR_API_KEY, CLAUDECODE and GOLEM_TEST_* when set, pid, session id,
+// CURSOR_API_KEY, CLAUDECODE and GOLEM_TEST_* when set, the whole
+// environment, pid, session id,
 // the !hang child's pid and the time the process began (started_ns).
 // ReadLog reads the file.
 package enginetest
@@ -208,7 +211,8 @@ func build() (string, error) {
 type Invocation struct {
 	Argv      []string          `json:"argv"`
 	Cwd       string            `json:"cwd"`
-	Env       map[string]string `json:"env"` // only the logged variables that were set
+	Env       map[string]string `json:"env"`     // only the logged variables that were set
+	Environ   []string          `json:"environ"` // the whole environment, KEY=VALUE
 	PID       int               `json:"pid"`
 	SessionID string            `json:"session_id"`
 	ChildPID  int               `json:"child_pid"` // the !hang child; 0 without one

@@ -175,7 +175,7 @@ var known = map[string]bool{
 	"sleep": true, "text": true, "tool": true, "hang": true, "crash": true, "garbage": true,
 	"huge": true, "error": true, "fence": true, "delta-rate": true, "stamp": true, "write": true, "ask": true,
 	"sleep-until": true, "no-result": true, "exit": true, "no-newline": true, "stderr": true, "ignore-term": true,
-	"linger": true, "await": true,
+	"linger": true, "await": true, "sh": true,
 }
 
 func parseScript(prompt string) (script, error) {
@@ -312,6 +312,8 @@ func (a *agent) turn(s script, prompt string) {
 			}
 		case "tool":
 			a.tool(d.arg)
+		case "sh":
+			a.sh(d.arg)
 		case "ask":
 			a.ask(d.arg)
 		case "garbage":
@@ -424,8 +426,21 @@ func (a *agent) tool(arg string) {
 	if !json.Valid(input) {
 		input = json.RawMessage(`{}`)
 	}
+	a.toolUse(name, input, "fake output of "+name, false)
+}
+
+// sh runs command with /bin/sh in the working directory as a Bash tool
+// use whose result is what it printed (stdout and stderr), an error when
+// it exits non-zero.
+func (a *agent) sh(command string) {
+	input, _ := json.Marshal(obj{"command": command})
+	out, err := exec.Command("/bin/sh", "-c", command).CombinedOutput()
+	a.toolUse("Bash", input, string(out), err != nil)
+}
+
+// toolUse prints a tool use of name with input and its result output.
+func (a *agent) toolUse(name string, input json.RawMessage, output string, isErr bool) {
 	a.turns++
-	output := "fake output of " + name
 	if a.cursor {
 		key := strings.ToLower(name[:1]) + name[1:] + "ToolCall"
 		if name == "Bash" {
@@ -435,14 +450,14 @@ func (a *agent) tool(arg string) {
 		a.emit(obj{"type": "tool_call", "subtype": "started", "call_id": id,
 			"tool_call": obj{key: obj{"args": input}}, "session_id": a.session})
 		a.emit(obj{"type": "tool_call", "subtype": "completed", "call_id": id, "tool_call": obj{key: obj{
-			"args": input, "result": obj{"success": obj{"exitCode": 0, "stdout": output, "stderr": ""}}}},
+			"args": input, "result": obj{"success": obj{"exitCode": map[bool]int{false: 0, true: 1}[isErr], "stdout": output, "stderr": ""}}}},
 			"session_id": a.session})
 		return
 	}
 	id := a.nextID("toolu_")
 	a.emit(a.assistant(a.nextID("msg_"), obj{"type": "tool_use", "id": id, "name": name, "input": input}))
 	a.emit(obj{"type": "user", "message": obj{"role": "user", "content": []obj{{
-		"tool_use_id": id, "type": "tool_result", "content": output, "is_error": false}}},
+		"tool_use_id": id, "type": "tool_result", "content": output, "is_error": isErr}}},
 		"session_id": a.session, "tool_use_result": obj{"stdout": output, "stderr": "", "interrupted": false}})
 }
 
@@ -563,7 +578,7 @@ func logInvocation(session string, childPID int, prompt string, launched time.Ti
 		}
 	}
 	cwd, _ := os.Getwd()
-	line, _ := json.Marshal(obj{"argv": os.Args, "cwd": cwd, "env": env, "pid": os.Getpid(),
+	line, _ := json.Marshal(obj{"argv": os.Args, "cwd": cwd, "env": env, "environ": os.Environ(), "pid": os.Getpid(),
 		"session_id": session, "child_pid": childPID, "prompt": prompt, "started_ns": launched.UnixNano()})
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
