@@ -88,7 +88,7 @@ type askState struct {
 	key          string
 	mode         engine.Mode
 	run          *engine.Run
-	answer       func() MessageRef // the answer message so far
+	anchor       func() MessageRef // turnOutput.anchor
 	planApproved atomic.Bool       // plan mode: ExitPlanMode was allowed
 }
 
@@ -137,9 +137,12 @@ func (d *Dispatcher) askPermission(st *askState, ev parser.Event) {
 		st.m.Sink(out)
 		return
 	}
-	q := Question{ID: r.rec.ID, Answer: st.answer(), Place: d.place(st.m), Text: questionText(ev, r.rec.ID, false), Choices: choices(ev, r.rec.ID)}
+	q := Question{ID: r.rec.ID, Place: d.place(st.m), Text: questionText(ev, r.rec.ID, false), Choices: choices(ev, r.rec.ID)}
 	m := st.m
-	d.answers.Put(st.key, func() { d.postQuestion(m, r, q, ev) })
+	d.answers.Put(st.key, func() {
+		q.Answer = st.anchor() // under the answer, after what the agent said before it asked
+		d.postQuestion(m, r, q, ev)
+	})
 }
 
 // postQuestion posts a request's question to the platform its turn runs on.

@@ -19,14 +19,37 @@ import (
 // askRecorder is the recorder with buttons: an Asker.
 type askRecorder struct {
 	*recorder
-	mu        sync.Mutex
-	questions []core.Question
-	settled   map[string]string // question id -> text
+	mu         sync.Mutex
+	questions  []core.Question
+	askedAfter []asked           // what the chat showed when each question came
+	settled    map[string]string // question id -> text
+}
+
+// asked is what the chat showed when a question was posted: how many
+// messages, the first one's id and text, and the tool activity.
+type asked struct {
+	order              int
+	firstID, firstText string
+	activity           []string
 }
 
 var _ core.Asker = (*askRecorder)(nil)
 
 func (a *askRecorder) Ask(ctx context.Context, q core.Question) (core.MessageRef, error) {
+	var at asked
+	a.recorder.mu.Lock()
+	at.order = len(a.recorder.order)
+	if at.order > 0 {
+		at.firstID = a.recorder.order[0]
+		at.firstText = a.recorder.msgs[at.firstID].text
+	}
+	for _, act := range a.recorder.activity {
+		at.activity = append(at.activity, act.text)
+	}
+	a.recorder.mu.Unlock()
+	a.mu.Lock()
+	a.askedAfter = append(a.askedAfter, at)
+	a.mu.Unlock()
 	ref, err := a.recorder.Send(ctx, q.Place, q.Text)
 	a.mu.Lock()
 	a.questions = append(a.questions, q)

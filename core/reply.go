@@ -42,6 +42,7 @@ type Reply struct {
 	tools     []string // activity lines not yet posted
 	notice    string   // set by Finish
 	finished  bool
+	flushes   []chan MessageRef // Flush calls waiting for the pump
 
 	wake chan struct{}
 	done chan struct{}
@@ -122,6 +123,35 @@ func (r *Reply) Finish(notice string) {
 	<-r.done
 }
 
+// Flush returns once what was added before it is on the platform — the
+// answer's first message posted (the placeholder when no text came yet)
+// and the tool activity posted — with the message that what goes under
+// the answer (a question) anchors to. Edits of the answer's text need not
+// have happened: the message is there, above what comes next. It gives up
+// after wait or when the Reply has ended, returning the zero MessageRef.
+// Safe to call from any goroutine.
+func (r *Reply) Flush(wait time.Duration) MessageRef {
+	ch := make(chan MessageRef, 1)
+	r.mu.Lock()
+	r.flushes = append(r.flushes, ch)
+	r.mu.Unlock()
+	r.poke()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case ref := <-ch:
+		return ref
+	case <-r.done:
+	case <-t.C:
+	}
+	select {
+	case ref := <-ch:
+		return ref
+	default:
+		return MessageRef{}
+	}
+}
+
 // Notice returns the line appended to an answer that ended with ev. It
 // branches on ev.Reason, never on the message: a CLI's own error reads
 // "⚠️ **Error:** ..." whatever it says. An interrupted turn's message is
@@ -173,6 +203,9 @@ func (r *Reply) pump(ctx context.Context) {
 		if w := r.flushTools(ctx, tools); w > 0 && (wait == 0 || w < wait) {
 			wait = w
 		}
+		if w := r.answerFlushes(ctx); w > 0 && (wait == 0 || w < wait) {
+			wait = w
+		}
 		due = nil
 		if wait > 0 {
 			if timer == nil {
@@ -183,6 +216,35 @@ func (r *Reply) pump(ctx context.Context) {
 			due = timer.C
 		}
 	}
+}
+
+// answerFlushes answers the Flush calls waiting once no tool activity is
+// left to post and the answer has a message (posting the placeholder if
+// it has none yet), and returns how long to wait before trying again when
+// the post failed.
+func (r *Reply) answerFlushes(ctx context.Context) time.Duration {
+	r.mu.Lock()
+	flushes := r.flushes
+	if len(r.tools) > 0 { // waiting for the post interval: the pump comes back
+		flushes = nil
+	}
+	if len(flushes) > 0 {
+		r.flushes = nil
+	}
+	r.mu.Unlock()
+	if len(flushes) == 0 {
+		return 0
+	}
+	if len(r.msgs) == 0 && r.drafter == nil && !r.send(ctx, placeholder) {
+		r.mu.Lock()
+		r.flushes = append(flushes, r.flushes...)
+		r.mu.Unlock()
+		return time.Second
+	}
+	for _, ch := range flushes {
+		ch <- r.anchor()
+	}
+	return 0
 }
 
 // flushText brings the posted messages up to text where the edit interval

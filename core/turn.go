@@ -107,13 +107,17 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 		// Messages sent meanwhile may go into the run (BusySteer) until
 		// its terminal event; those it could not take queue after it.
 		endSteering := d.startSteering(c, run, set.engine, m, ws.Dir, log)
-		ask := &askState{m: m, key: key, mode: set.mode, run: run, answer: out.answer}
+		ask := &askState{m: m, key: key, mode: set.mode, run: run, anchor: out.anchor}
 		// One batch is what the engine had ready at once: one call to the
 		// output for many lines of the CLI.
 		for batch := run.Next(); batch != nil; batch = run.Next() {
 			show := batch[:0] // the batch is ours: filtered in place
 			for _, ev := range batch {
 				if ev.Type == parser.PermissionRequest {
+					if len(show) > 0 { // what the agent said before it asked goes first
+						out.add(show...)
+						show = show[:0]
+					}
 					d.askPermission(ask, ev)
 					continue // shown as a question, not as tool activity
 				}
@@ -239,6 +243,10 @@ func outcome(ev parser.Event) string {
 	return ev.Reason.String()
 }
 
+// flushWait bounds how long a question waits for the answer's earlier
+// text and activity to be posted before it goes anyway.
+const flushWait = 5 * time.Second
+
 // turnOutput is where a turn's events go: a Reply on the platform, or the
 // message's Sink. started (nil: nothing to record) is engine.Turn.OnStart.
 type turnOutput struct {
@@ -249,9 +257,12 @@ type turnOutput struct {
 	finish  func(terminal parser.Event, notice string, back handback)
 	close   func()
 	started func(engine.Group)
-	// answer is the answer message so far (zero until it is posted, and
-	// for a Sink); safe to call from any goroutine.
-	answer func() MessageRef
+	// anchor is the answer message that what goes under the answer (a
+	// question) anchors to, once what came before it is on the platform
+	// (Reply.Flush); zero for a Sink, or when the platform does not post
+	// it in time. It may wait for the platform: call it off the turn's
+	// goroutine.
+	anchor func() MessageRef
 }
 
 // output returns where m's answer goes. The turn is recorded in flight
@@ -271,14 +282,14 @@ func (d *Dispatcher) output(m Message, key string, log *slog.Logger) turnOutput 
 			},
 			close:   f.end,
 			started: f.started,
-			answer:  func() MessageRef { return MessageRef{} },
+			anchor:  func() MessageRef { return MessageRef{} },
 		}
 	}
 	a := d.poster(m.Platform)
 	if a == nil {
 		log.Error("no poster registered and no sink to answer on")
 		return turnOutput{add: func(...parser.Event) {}, finish: func(parser.Event, string, handback) {}, close: func() {},
-			answer: func() MessageRef { return MessageRef{} }}
+			anchor: func() MessageRef { return MessageRef{} }}
 	}
 	place := d.place(m)
 	f.save("record turn", func(t *store.InFlight) { t.Channel, t.Thread, t.ReplyTo = place.Channel, place.Thread, place.ReplyTo })
@@ -310,6 +321,11 @@ func (d *Dispatcher) output(m Message, key string, log *slog.Logger) turnOutput 
 		},
 		close:   f.end,
 		started: f.started,
-		answer:  answerRef,
+		anchor: func() MessageRef {
+			if ref := r.Flush(flushWait); ref.ID != "" {
+				return ref
+			}
+			return answerRef()
+		},
 	}
 }
