@@ -34,7 +34,7 @@ type Options struct {
 	Models        map[string]string // default model per engine; "" = CLI default
 	// Channels overrides engine, model or workdir per "platform:channel".
 	Channels  map[string]Override
-	Store     *store.Store
+	Store     store.Store
 	Workspace string // absolute; the agent's working directory
 	// Workdirs gives each conversation its working directory in Workspace
 	// or its channel's workdir: that folder itself, or a git worktree of

@@ -98,7 +98,7 @@ type StateStore interface {
 	Save(key string, value []byte) error
 }
 
-var _ StateStore = (*store.Store)(nil)
+var _ StateStore = store.State(nil)
 
 // NotSaved is the note an adapter adds to a message's text for an
 // attachment it could not save (err from its download or Inbox.Save), so

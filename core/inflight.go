@@ -15,7 +15,7 @@ import (
 // the answer message and the engine the agent process, from goroutines of
 // their own; writes are serialized so the last state is the one stored.
 type flight struct {
-	st  *store.Store
+	st  store.Store
 	log *slog.Logger
 
 	mu    sync.Mutex
@@ -71,7 +71,7 @@ func (f *flight) end() {
 // stopped, all at once, SIGTERM then SIGKILL after a grace, before anything
 // is posted. It returns the turns still to be told they were interrupted;
 // those that answered in a stream, which is gone, are forgotten.
-func stopLeftovers(st *store.Store, log *slog.Logger, turns []store.InFlight) []store.InFlight {
+func stopLeftovers(st store.Store, log *slog.Logger, turns []store.InFlight) []store.InFlight {
 	var wg sync.WaitGroup
 	for _, t := range turns {
 		if t.AgentGroup == 0 {

@@ -159,7 +159,7 @@ type harness struct {
 	t      *testing.T
 	rec    *recorder
 	d      *core.Dispatcher
-	store  *store.Store
+	store  store.Store
 	log    string // the fake agent's invocation log
 	opts   core.Options
 	dbPath string

@@ -1,22 +1,14 @@
-// Package store keeps golem's state in one bbolt file: conversation
-// sessions and settings, seen platform event ids, turns in flight, usage
-// totals (per conversation, user, day and month) and small
-// adapter state.
-//
-// One process owns the file at a time: a second Open of the same file, in
-// this process or another, fails with an error wrapping ErrLocked after
-// about a second instead of hanging. Every method of *Store is safe for
-// concurrent use by many goroutines. A write returns once it is durable
-// (fsynced); concurrent writes share transactions (group commit), so many
-// goroutines writing at once do not queue for one fsync each.
+// Package store is what golem keeps across restarts: conversation
+// sessions and settings, seen platform event ids, turns in flight, the
+// approvals' audit trail, usage totals (per conversation, user, day and
+// month) and small adapter state (cursors, journals). Store is its
+// interface; Bolt, one bbolt file on one machine, is the default backend.
+// store/storetest is the conformance suite every backend passes.
 package store
 
 import (
 	"errors"
-	"sync"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // ErrLocked means another process has the database file open.
@@ -31,8 +23,18 @@ var ErrCorrupt = errors.New("store: the database file is damaged or is not a gol
 // refuses.
 var ErrSchemaTooNew = errors.New("store: the database file was written by a newer golem")
 
-// ErrClosed is returned by writes to a Store after Close.
+// ErrClosed is wrapped by the error of every call to a Store after Close.
 var ErrClosed = errors.New("store: closed")
+
+// ErrTooLarge is wrapped by the error of a Save whose value is over
+// MaxValue. Every backend refuses it, so that state which fits one machine's
+// store also fits etcd's request limit.
+var ErrTooLarge = errors.New("store: value too large")
+
+// MaxValue is the largest value Save takes: etcd's default request limit
+// (1.5 MiB) less room for the key and the request around it. Large things
+// (files, chat context) stay out of the store.
+const MaxValue = 3<<19 - 64<<10
 
 // Conversation is what the store keeps per conversation key.
 type Conversation struct {
@@ -68,48 +70,4 @@ type InFlight struct {
 	// terminal) rather than a posted message; it is recorded only while an
 	// agent process runs, so that a restart can stop it.
 	Stream bool
-}
-
-// Store is an open golem database. Create it with Open and release it with
-// Close; its methods are safe for concurrent use.
-type Store struct {
-	db   *bolt.DB
-	path string
-	// now is the clock; tests replace it through options.
-	now func() time.Time
-
-	// Writes queue here for the writer goroutine (see update).
-	writes     chan writeReq
-	writerDone chan struct{} // closed when the writer has finished
-	mu         sync.RWMutex  // guards closed and sending on writes
-	closed     bool
-}
-
-// Open opens the store at path, creating the file and its parent folders
-// when missing, and brings its schema up to the version this code writes.
-// It fails with an error wrapping ErrLocked when another Store (of this or
-// another process) holds the file, ErrCorrupt when the file is not a golem
-// store and ErrSchemaTooNew when a newer golem wrote it. Seen event ids whose
-// time to live has passed are dropped on the way.
-func Open(path string) (*Store, error) {
-	return open(path, defaultOptions())
-}
-
-// Close finishes the writes already submitted, then releases the file and
-// its lock. Afterwards every method returns an error (writes ErrClosed);
-// closing again does nothing.
-func (s *Store) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.closed = true
-	close(s.writes)
-	s.mu.Unlock()
-	<-s.writerDone
-	if err := s.db.Close(); err != nil {
-		return wrap("close", err)
-	}
-	return nil
 }

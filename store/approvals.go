@@ -62,7 +62,7 @@ const (
 
 // SaveApproval records a, or replaces the record with the same ID (the
 // decision is a second save).
-func (s *Store) SaveApproval(a Approval) error {
+func (s *Bolt) SaveApproval(a Approval) error {
 	if a.ID == "" {
 		return errors.New("store: save approval: empty id")
 	}
@@ -78,7 +78,7 @@ func (s *Store) SaveApproval(a Approval) error {
 
 // Approvals returns every record, oldest first (by Asked, then ID); with
 // pending set, only the undecided ones.
-func (s *Store) Approvals(pending bool) ([]Approval, error) {
+func (s *Bolt) Approvals(pending bool) ([]Approval, error) {
 	var out []Approval
 	err := s.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketApprovals).ForEach(func(k, v []byte) error {

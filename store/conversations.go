@@ -41,7 +41,7 @@ func decodeConversation(key string, raw []byte) (Conversation, error) {
 
 // Conversation returns what is stored for key, or a Conversation with only
 // Key set when nothing is.
-func (s *Store) Conversation(key string) (Conversation, error) {
+func (s *Bolt) Conversation(key string) (Conversation, error) {
 	c := Conversation{Key: key}
 	err := s.view(func(tx *bolt.Tx) error {
 		raw := tx.Bucket(bucketConversations).Get([]byte(key))
@@ -61,7 +61,7 @@ func (s *Store) Conversation(key string) (Conversation, error) {
 // SaveConversation stores c under c.Key, replacing what was there. A zero
 // LastUsed is stored as the current time, so saving after a turn marks the
 // conversation used.
-func (s *Store) SaveConversation(c Conversation) error {
+func (s *Bolt) SaveConversation(c Conversation) error {
 	if c.Key == "" {
 		return errors.New("store: save conversation: empty key")
 	}
@@ -87,7 +87,7 @@ func (s *Store) SaveConversation(c Conversation) error {
 // concurrent updates of different fields never undo each other. fn may run
 // more than once and must not block; a zero LastUsed is saved as the
 // current time.
-func (s *Store) UpdateConversation(key string, fn func(c *Conversation) bool) error {
+func (s *Bolt) UpdateConversation(key string, fn func(c *Conversation) bool) error {
 	if key == "" {
 		return errors.New("store: update conversation: empty key")
 	}
@@ -121,7 +121,7 @@ func (s *Store) UpdateConversation(key string, fn func(c *Conversation) bool) er
 // ClearSession forgets the session id of key so the next turn starts a new
 // agent session; the engine and model chosen for the conversation stay. A
 // key with nothing stored is left alone.
-func (s *Store) ClearSession(key string) error {
+func (s *Bolt) ClearSession(key string) error {
 	return s.UpdateConversation(key, func(c *Conversation) bool {
 		if c.SessionID == "" {
 			return false // also when nothing is stored

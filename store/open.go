@@ -29,7 +29,7 @@ func defaultOptions() options {
 }
 
 // open is Open with explicit options.
-func open(path string, o options) (*Store, error) {
+func open(path string, o options) (*Bolt, error) {
 	if path == "" {
 		return nil, errors.New("store: open: empty path")
 	}
@@ -42,7 +42,7 @@ func open(path string, o options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{
+	s := &Bolt{
 		db:         db,
 		path:       path,
 		now:        o.now,
@@ -97,7 +97,7 @@ func openBolt(path string, timeout time.Duration) (db *bolt.DB, err error) {
 // prepare checks the schema, migrates it when it is older than this code
 // and drops expired seen ids. A file that needs neither costs one read
 // transaction and no write.
-func (s *Store) prepare(table []migration) error {
+func (s *Bolt) prepare(table []migration) error {
 	want := uint64(len(table))
 	var have uint64
 	var expired bool
@@ -135,7 +135,7 @@ func (s *Store) prepare(table []migration) error {
 
 // pruneAll drops every seen id expired at now, in transactions of bounded
 // size so a large backlog never makes one huge transaction.
-func (s *Store) pruneAll(now int64) (int, error) {
+func (s *Bolt) pruneAll(now int64) (int, error) {
 	const chunk = 10000
 	total := 0
 	for {

@@ -21,7 +21,7 @@ const prunePerMark = 32
 // concurrent calls with the same id exactly one gets true. The answer
 // survives Close and Open. Once ttl has passed the id counts as new again;
 // expired ids are dropped, a few per call and all of them on Open.
-func (s *Store) MarkSeen(id string, ttl time.Duration) (bool, error) {
+func (s *Bolt) MarkSeen(id string, ttl time.Duration) (bool, error) {
 	if id == "" {
 		return false, errors.New("store: mark seen: empty id")
 	}

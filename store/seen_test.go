@@ -9,7 +9,7 @@ import (
 )
 
 // seenCounts returns how many ids the seen bucket and its expiry index hold.
-func seenCounts(t *testing.T, s *Store) (ids, index int) {
+func seenCounts(t *testing.T, s *Bolt) (ids, index int) {
 	t.Helper()
 	err := s.db.View(func(tx *bolt.Tx) error {
 		ids = tx.Bucket(bucketSeen).Stats().KeyN

@@ -3,14 +3,15 @@ package store
 import (
 	"bytes"
 	"errors"
+	"fmt"
 
 	bolt "go.etcd.io/bbolt"
 )
 
 // Load returns the value saved under key, or nil and no error when there is
 // none. The slice is the caller's own copy. Adapters namespace their keys
-// ("telegram.offset"); Load and Save make *Store a core.StateStore.
-func (s *Store) Load(key string) ([]byte, error) {
+// ("telegram.offset"); Load and Save make *Bolt a core.StateStore.
+func (s *Bolt) Load(key string) ([]byte, error) {
 	var v []byte
 	err := s.view(func(tx *bolt.Tx) error {
 		if raw := tx.Bucket(bucketState).Get([]byte(key)); raw != nil {
@@ -27,9 +28,12 @@ func (s *Store) Load(key string) ([]byte, error) {
 // Save stores value under key, replacing what was there; a nil value
 // removes the key, so that Load then returns nil. The store keeps its own
 // copy of value.
-func (s *Store) Save(key string, value []byte) error {
+func (s *Bolt) Save(key string, value []byte) error {
 	if key == "" {
 		return errors.New("store: save: empty key")
+	}
+	if len(value) > MaxValue {
+		return fmt.Errorf("store: save %s: %w: %d bytes, at most %d", key, ErrTooLarge, len(value), MaxValue)
 	}
 	err := s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketState)

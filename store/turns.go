@@ -12,7 +12,7 @@ import (
 // BeginTurn records t as in flight, or replaces the record with the same
 // ID; call it again once the answer message exists so that a restart can
 // mark that message interrupted.
-func (s *Store) BeginTurn(t InFlight) error {
+func (s *Bolt) BeginTurn(t InFlight) error {
 	if t.ID == "" {
 		return errors.New("store: begin turn: empty id")
 	}
@@ -31,7 +31,7 @@ func (s *Store) BeginTurn(t InFlight) error {
 
 // EndTurn forgets the turn id; ending a turn that is not recorded is not an
 // error.
-func (s *Store) EndTurn(id string) error {
+func (s *Bolt) EndTurn(id string) error {
 	if id == "" {
 		return errors.New("store: end turn: empty id")
 	}
@@ -47,7 +47,7 @@ func (s *Store) EndTurn(id string) error {
 // InFlightTurns returns the turns begun and not ended, oldest first (by
 // Started, then ID). At start-up these are the turns a crash or restart
 // interrupted.
-func (s *Store) InFlightTurns() ([]InFlight, error) {
+func (s *Bolt) InFlightTurns() ([]InFlight, error) {
 	var turns []InFlight
 	err := s.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketTurns).ForEach(func(k, v []byte) error {

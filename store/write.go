@@ -1,9 +1,11 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // maxBatch bounds how many writes share one transaction.
@@ -25,7 +27,7 @@ type writeReq struct {
 //
 // fn may run more than once (when another write in its batch fails, the
 // rest are retried), so it must set its results afresh on every run.
-func (s *Store) update(fn func(tx *bolt.Tx) error) error {
+func (s *Bolt) update(fn func(tx *bolt.Tx) error) error {
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -39,7 +41,7 @@ func (s *Store) update(fn func(tx *bolt.Tx) error) error {
 
 // writeLoop is the writer goroutine; it ends when writes is closed and
 // drained.
-func (s *Store) writeLoop() {
+func (s *Bolt) writeLoop() {
 	defer close(s.writerDone)
 	batch := make([]writeReq, 0, maxBatch)
 	for req := range s.writes {
@@ -63,7 +65,7 @@ func (s *Store) writeLoop() {
 // runBatch commits batch in one transaction. A write that fails is taken
 // out and answered with its own error from a transaction of its own, and
 // the rest are retried together, so one bad write never fails the others.
-func (s *Store) runBatch(batch []writeReq) {
+func (s *Bolt) runBatch(batch []writeReq) {
 	for len(batch) > 0 {
 		failed := -1
 		err := s.commit(func(tx *bolt.Tx) error {
@@ -89,29 +91,40 @@ func (s *Store) runBatch(batch []writeReq) {
 
 // commit runs fn in a bbolt write transaction of its own, turning panics
 // on damaged pages into errors.
-func (s *Store) commit(fn func(tx *bolt.Tx) error) (err error) {
+func (s *Bolt) commit(fn func(tx *bolt.Tx) error) (err error) {
 	defer s.recoverCorrupt(&err)
 	return s.db.Update(fn)
 }
 
 // call runs one write of a batch, turning a panic into an error so that
 // only that write fails.
-func (s *Store) call(fn func(tx *bolt.Tx) error, tx *bolt.Tx) (err error) {
+func (s *Bolt) call(fn func(tx *bolt.Tx) error, tx *bolt.Tx) (err error) {
 	defer s.recoverCorrupt(&err)
 	return fn(tx)
 }
 
 // view runs fn in a read transaction, turning panics on damaged pages into
 // errors.
-func (s *Store) view(fn func(tx *bolt.Tx) error) (err error) {
+// After Close it fails with ErrClosed.
+func (s *Bolt) view(fn func(tx *bolt.Tx) error) (err error) {
+	s.mu.RLock()
+	closed := s.closed
+	s.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
 	defer s.recoverCorrupt(&err)
-	return s.db.View(fn)
+	err = s.db.View(fn)
+	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) { // closed meanwhile
+		return ErrClosed
+	}
+	return err
 }
 
 // recoverCorrupt turns a bbolt panic into an error wrapping ErrCorrupt.
 // bbolt rolls its transaction back on the way out, so the store stays
 // usable for the parts of the file that are sound.
-func (s *Store) recoverCorrupt(err *error) {
+func (s *Bolt) recoverCorrupt(err *error) {
 	if r := recover(); r != nil {
 		*err = fmt.Errorf("%w (bbolt: %v)", ErrCorrupt, r)
 	}

@@ -12,7 +12,7 @@ import (
 // holdWriter occupies the writer goroutine until the returned function is
 // called, so that the writes submitted meanwhile queue up and commit as one
 // batch.
-func holdWriter(t *testing.T, s *Store) (release func()) {
+func holdWriter(t *testing.T, s *Bolt) (release func()) {
 	t.Helper()
 	entered, gate := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
@@ -33,7 +33,7 @@ func holdWriter(t *testing.T, s *Store) (release func()) {
 }
 
 // waitQueued polls until n writes wait for the writer.
-func waitQueued(t *testing.T, s *Store, n int) {
+func waitQueued(t *testing.T, s *Bolt, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for len(s.writes) < n {
@@ -142,7 +142,7 @@ func TestCloseFinishesQueuedWrites(t *testing.T) {
 	}
 }
 
-func isClosed(s *Store) bool {
+func isClosed(s *Bolt) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.closed

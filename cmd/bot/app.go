@@ -28,7 +28,7 @@ const shutdownGrace = 30 * time.Second
 type app struct {
 	cfg       config.Config
 	log       *slog.Logger
-	store     *store.Store
+	store     store.Store
 	d         *core.Dispatcher
 	workspace string
 	workdirs  *worktree.Workspaces

@@ -61,7 +61,7 @@ type Options struct {
 // Bot is golem wired for one test.
 type Bot struct {
 	T          testing.TB
-	Store      *store.Store
+	Store      store.Store
 	Dispatcher *core.Dispatcher
 	Workspace  string
 	// AgentLog is the fake agent's FAKE_AGENT_LOG: one line per invocation.
