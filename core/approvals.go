@@ -85,7 +85,7 @@ func where(platform, workspace, channel string) string {
 // askState is what a turn knows for the requests of its run.
 type askState struct {
 	m            Message
-	key          string
+	key          store.Key
 	mode         engine.Mode
 	run          *engine.Run
 	anchor       func() MessageRef // turnOutput.anchor
@@ -374,7 +374,7 @@ func (a *approvals) take(r *request) {
 
 // endRequests denies what a turn's run still has pending when the turn
 // ends or is stopped, and says so.
-func (d *Dispatcher) endRequests(run *engine.Run, key string, reason store.ApprovalEnd) {
+func (d *Dispatcher) endRequests(run *engine.Run, key store.Key, reason store.ApprovalEnd) {
 	d.approvals.mu.Lock()
 	var mine []*request
 	for _, r := range d.approvals.pending {
@@ -398,7 +398,7 @@ func (d *Dispatcher) endRequests(run *engine.Run, key string, reason store.Appro
 }
 
 // pendingText lists a conversation's waiting requests for /status.
-func (d *Dispatcher) pendingText(key string) string {
+func (d *Dispatcher) pendingText(key store.Key) string {
 	d.approvals.mu.Lock()
 	defer d.approvals.mu.Unlock()
 	var lines []string

@@ -331,7 +331,7 @@ func TestApprovalExpiresOnRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = st.SaveApproval(store.Approval{ID: "abcd1234", Key: "rec::C1", Platform: "rec", Tool: "Bash", Asked: time.Now(),
+	err = st.SaveApproval(store.Approval{ID: "abcd1234", Key: store.NewKey("rec", "", "C1", ""), Platform: "rec", Tool: "Bash", Asked: time.Now(),
 		Channel: "C1", Message: "q1"})
 	st.Close()
 	if err != nil {

@@ -53,7 +53,7 @@ func (d *Dispatcher) command(m Message, name, args string) {
 	case "help", "start":
 		text = d.help()
 	case "stop":
-		d.endRequests(nil, key.String(), store.ApprovalStopped)
+		d.endRequests(nil, key, store.ApprovalStopped)
 		text = d.stop(key)
 	case "allow", "deny":
 		text = d.answerCommand(m, name, args)
@@ -72,7 +72,7 @@ func (d *Dispatcher) command(m Message, name, args string) {
 		return
 	}
 	if err != nil {
-		d.log.Error("command", "command", name, "conversation", key.String(), "err", err)
+		d.log.Error("command", "command", name, "conversation", key, "err", err)
 		d.answer(m, "⚠️ **Error:** /"+name+" failed: "+err.Error(), true)
 		return
 	}
@@ -112,7 +112,7 @@ func (d *Dispatcher) help() string {
 // stop cancels the conversation's running turn, which kills the agent's
 // whole process group; its partial answer stays, marked stopped. Waiting
 // messages are dropped; those with a Sink get their terminal event.
-func (d *Dispatcher) stop(key Key) string {
+func (d *Dispatcher) stop(key store.Key) string {
 	c := d.find(key)
 	if c == nil {
 		return "Nothing is running."
@@ -151,7 +151,7 @@ func (d *Dispatcher) dropStopped(m Message) {
 }
 
 // bump makes a running turn of key forget its session when it ends.
-func (d *Dispatcher) bump(key Key) (running bool) {
+func (d *Dispatcher) bump(key store.Key) (running bool) {
 	c := d.find(key)
 	if c == nil {
 		return false
@@ -162,9 +162,9 @@ func (d *Dispatcher) bump(key Key) (running bool) {
 	return c.running != nil
 }
 
-func (d *Dispatcher) newSession(key Key) (string, error) {
+func (d *Dispatcher) newSession(key store.Key) (string, error) {
 	running := d.bump(key)
-	if err := d.opts.Store.ClearSession(key.String()); err != nil {
+	if err := d.opts.Store.ClearSession(key); err != nil {
 		return "", err
 	}
 	text := "🆕 Session forgotten: your next message starts a new conversation with the agent."
@@ -174,8 +174,8 @@ func (d *Dispatcher) newSession(key Key) (string, error) {
 	return text, nil
 }
 
-func (d *Dispatcher) status(m Message, key Key) (string, error) {
-	conv, err := d.opts.Store.Conversation(key.String())
+func (d *Dispatcher) status(m Message, key store.Key) (string, error) {
+	conv, err := d.opts.Store.Conversation(key)
 	if err != nil {
 		return "", err
 	}
@@ -206,7 +206,7 @@ func (d *Dispatcher) status(m Message, key Key) (string, error) {
 		avail = " — not available: " + err.Error()
 	}
 	return fmt.Sprintf("**Engine:** %s%s\n**Model:** %s\n**Permissions:** %s\n**Session:** %s\n**State:** %s, %d waiting",
-		set.engine, avail, model, set.mode, session, state, queued) + d.pendingText(key.String()), nil
+		set.engine, avail, model, set.mode, session, state, queued) + d.pendingText(key), nil
 }
 
 func (d *Dispatcher) engineNames() []string {
@@ -228,8 +228,8 @@ func (d *Dispatcher) lookup(name string) error {
 	return err
 }
 
-func (d *Dispatcher) setEngine(m Message, key Key, name string) (string, error) {
-	conv, err := d.opts.Store.Conversation(key.String())
+func (d *Dispatcher) setEngine(m Message, key store.Key, name string) (string, error) {
+	conv, err := d.opts.Store.Conversation(key)
 	if err != nil {
 		return "", err
 	}
@@ -241,7 +241,7 @@ func (d *Dispatcher) setEngine(m Message, key Key, name string) (string, error) 
 		return fmt.Sprintf("Unknown engine %q. Available: %s.", name, strings.Join(names, ", ")), nil
 	}
 	d.bump(key)
-	err = d.opts.Store.UpdateConversation(key.String(), func(c *store.Conversation) bool {
+	err = d.opts.Store.UpdateConversation(key, func(c *store.Conversation) bool {
 		c.Engine, c.SessionID = name, "" // sessions do not carry over between CLIs
 		return true
 	})
@@ -255,8 +255,8 @@ func (d *Dispatcher) setEngine(m Message, key Key, name string) (string, error) 
 	return text, nil
 }
 
-func (d *Dispatcher) setModel(m Message, key Key, name string) (string, error) {
-	conv, err := d.opts.Store.Conversation(key.String())
+func (d *Dispatcher) setModel(m Message, key store.Key, name string) (string, error) {
+	conv, err := d.opts.Store.Conversation(key)
 	if err != nil {
 		return "", err
 	}
@@ -274,7 +274,7 @@ func (d *Dispatcher) setModel(m Message, key Key, name string) (string, error) {
 	if name == "default" {
 		model, text = "", "Model reset to the default."
 	}
-	err = d.opts.Store.UpdateConversation(key.String(), func(c *store.Conversation) bool {
+	err = d.opts.Store.UpdateConversation(key, func(c *store.Conversation) bool {
 		c.Model = model
 		return true
 	})

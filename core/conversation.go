@@ -3,6 +3,8 @@ package core
 import (
 	"sync"
 	"time"
+
+	"github.com/golem-chat/golem/store"
 )
 
 // maxIdleConversations bounds the idle conversations a Dispatcher keeps in
@@ -21,7 +23,7 @@ const maxIdleConversations = 10000
 // Its fields are guarded by its own mu. Dispatcher.mu guards only the map
 // of conversations; where both are held, Dispatcher.mu is taken first.
 type conversation struct {
-	key Key
+	key store.Key
 
 	mu      sync.Mutex
 	queue   []Message
@@ -82,7 +84,7 @@ func (c *conversation) sameGeneration(gen int) bool {
 // conversationLocked returns key's conversation, made when it is new.
 // Called with d.mu held. Making one past maxIdleConversations first
 // forgets the idle ones.
-func (d *Dispatcher) conversationLocked(key Key) *conversation {
+func (d *Dispatcher) conversationLocked(key store.Key) *conversation {
 	if c := d.convs[key]; c != nil {
 		return c
 	}
@@ -101,7 +103,7 @@ func (d *Dispatcher) conversationLocked(key Key) *conversation {
 }
 
 // find returns key's conversation, nil when core holds nothing of it.
-func (d *Dispatcher) find(key Key) *conversation {
+func (d *Dispatcher) find(key store.Key) *conversation {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.convs[key]

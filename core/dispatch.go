@@ -99,7 +99,7 @@ type Dispatcher struct {
 	posters     map[string]Poster // by platform; a Source that is not a Poster answers through Sinks
 	historians  map[string]Historian
 	outboxes    map[string]map[*outboxUse]bool // by folder: the running turns using it (useOutbox)
-	convs       map[Key]*conversation          // see conversation.go
+	convs       map[store.Key]*conversation    // see conversation.go
 	refused     map[string]time.Time
 	interrupted []store.InFlight
 	// closing is set once, under mu, by Close; read without mu where a
@@ -110,7 +110,7 @@ type Dispatcher struct {
 	// answers sends the answers that are not turns (command output,
 	// refusals, "queue full", notices of messages that never ran) off the
 	// goroutine that asked for them, in order per conversation key.
-	answers *relay.Relay[string, func()]
+	answers *relay.Relay[store.Key, func()]
 
 	approvals approvals // permission requests waiting for an answer
 }
@@ -163,7 +163,7 @@ func NewDispatcher(opts Options) (*Dispatcher, error) {
 	life, stop := context.WithCancel(context.Background())
 	return &Dispatcher{
 		meter:       opts.Meter,
-		answers:     relay.New(func(_ string, send func()) { send() }),
+		answers:     relay.New(func(_ store.Key, send func()) { send() }),
 		opts:        opts,
 		log:         opts.Logger,
 		slots:       make(chan struct{}, opts.MaxConcurrent),
@@ -172,7 +172,7 @@ func NewDispatcher(opts Options) (*Dispatcher, error) {
 		posters:     map[string]Poster{},
 		historians:  map[string]Historian{},
 		outboxes:    map[string]map[*outboxUse]bool{},
-		convs:       map[Key]*conversation{},
+		convs:       map[store.Key]*conversation{},
 		refused:     map[string]time.Time{},
 		interrupted: stopLeftovers(opts.Store, opts.Logger, interrupted),
 	}, nil
@@ -479,7 +479,7 @@ func (d *Dispatcher) answer(m Message, text string, isErr bool) <-chan struct{} 
 		close(done)
 		return done
 	}
-	key := KeyFor(m, d.opts.Scope).String()
+	key := KeyFor(m, d.opts.Scope)
 	queued := d.answers.Put(key, func() {
 		defer close(done)
 		d.post(m, text)

@@ -82,7 +82,7 @@ func TestLeftStreamAgentIsStoppedAndForgotten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	left := store.InFlight{ID: "t1", Key: "rec:x", Platform: "rec", Channel: "x", Started: time.Now(), Stream: true,
+	left := store.InFlight{ID: "t1", Key: store.NewKey("rec", "", "x", ""), Platform: "rec", Channel: "x", Started: time.Now(), Stream: true,
 		AgentGroup: cmd.Process.Pid, AgentStart: startTime(t, cmd.Process.Pid)}
 	if err := st.BeginTurn(left); err != nil {
 		t.Fatal(err)

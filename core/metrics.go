@@ -114,7 +114,7 @@ func (d *Dispatcher) Load() (running, waiting int) {
 // engineFor is the engine a turn of m would run on, for a turn that never
 // started.
 func (d *Dispatcher) engineFor(m Message) string {
-	conv, err := d.opts.Store.Conversation(KeyFor(m, d.opts.Scope).String())
+	conv, err := d.opts.Store.Conversation(KeyFor(m, d.opts.Scope))
 	if err != nil {
 		return d.opts.DefaultEngine
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/golem-chat/golem/parser"
+	"github.com/golem-chat/golem/store"
 )
 
 // OutboxDir is the folder of the agent's working directory whose files are
@@ -93,8 +94,8 @@ type handback struct {
 
 // outboxUse is one running turn's use of an outbox folder.
 type outboxUse struct {
-	key    string // the turn's conversation
-	shared bool   // a turn of another conversation used the folder meanwhile
+	key    store.Key // the turn's conversation
+	shared bool      // a turn of another conversation used the folder meanwhile
 }
 
 // useOutbox records that a turn of the conversation key works with the
@@ -105,7 +106,7 @@ type outboxUse struct {
 // either agent's, so neither turn sends it anywhere (it stays in the
 // folder, and both answers say so without naming it): a conversation's
 // files never reach another conversation's chat.
-func (d *Dispatcher) useOutbox(dir, key string) (shared func() bool) {
+func (d *Dispatcher) useOutbox(dir string, key store.Key) (shared func() bool) {
 	u := &outboxUse{key: key}
 	d.mu.Lock()
 	users := d.outboxes[dir]

@@ -50,7 +50,7 @@ func TestInterruptedTurnOfASourceWithoutPosterIsForgotten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.BeginTurn(store.InFlight{ID: "t1", Key: "local:C1", Platform: "local", Channel: "C1", Started: time.Now()}); err != nil {
+	if err := st.BeginTurn(store.InFlight{ID: "t1", Key: store.NewKey("local", "", "C1", ""), Platform: "local", Channel: "C1", Started: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {

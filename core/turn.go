@@ -45,7 +45,7 @@ func firstNonEmpty(vs ...string) string {
 // turn's record in flight, which needs no slot either.
 func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, gen int, release func()) (forget func()) {
 	nothing := func() {}
-	key := c.key.String()
+	key := c.key
 	log := d.log.With("conversation", key, "platform", m.Platform)
 	conv, err := d.opts.Store.Conversation(key)
 	if err != nil {
@@ -69,7 +69,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	// The chat context is read while the working directory is prepared,
 	// after the answer has started to show.
 	said := d.startHistory(ctx, m)
-	ws, err := d.opts.Workdirs.Open(ctx, set.workdir, key)
+	ws, err := d.opts.Workdirs.Open(ctx, set.workdir, key.String())
 	if err != nil {
 		log.Error("open working directory", "workdir", set.workdir, "err", err)
 		end := parser.Event{Type: parser.Error, Reason: parser.Failed,
@@ -202,7 +202,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 // saveSession stores the session a turn ended in. Only the session
 // changes: a /model sent meanwhile stays. The generation is checked inside
 // the write so that a /new or /engine racing with it wins.
-func (d *Dispatcher) saveSession(c *conversation, gen int, key, eng, session string, log *slog.Logger) {
+func (d *Dispatcher) saveSession(c *conversation, gen int, key store.Key, eng, session string, log *slog.Logger) {
 	err := d.opts.Store.UpdateConversation(key, func(sc *store.Conversation) bool {
 		if !c.sameGeneration(gen) {
 			return false
@@ -269,7 +269,7 @@ type turnOutput struct {
 // while it runs: from the start for a posted answer, which a restart marks
 // interrupted; for a Sink only while an agent process runs, so that a
 // restart after a hard kill can stop it.
-func (d *Dispatcher) output(m Message, key string, log *slog.Logger) turnOutput {
+func (d *Dispatcher) output(m Message, key store.Key, log *slog.Logger) turnOutput {
 	f := &flight{st: d.opts.Store, log: log, t: store.InFlight{
 		ID: newID(), Key: key, Platform: m.Platform, Channel: m.Channel, Thread: m.Thread, Started: time.Now(),
 	}}

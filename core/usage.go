@@ -38,7 +38,7 @@ func (d *Dispatcher) overBudget(m Message) string {
 		return ""
 	}
 	now := d.now()
-	t, err := d.opts.Store.UsageTotals(KeyFor(m, d.opts.Scope).String(), userOf(m), now)
+	t, err := d.opts.Store.UsageTotals(KeyFor(m, d.opts.Scope), userOf(m), now)
 	if err != nil {
 		d.log.Error("read usage for the budget", "platform", m.Platform, "err", err)
 		return "" // a store that cannot be read stops nothing that would run anyway
@@ -88,7 +88,7 @@ func turnUsage(ev parser.Event, took time.Duration) store.Usage {
 }
 
 // recordUsage keeps a finished turn's usage in the store.
-func (d *Dispatcher) recordUsage(key string, m Message, u store.Usage) {
+func (d *Dispatcher) recordUsage(key store.Key, m Message, u store.Usage) {
 	if err := d.opts.Store.AddUsage(key, userOf(m), d.now(), u); err != nil {
 		d.log.Error("record usage", "conversation", key, "err", err)
 	}
@@ -138,8 +138,8 @@ func seconds(d time.Duration) string {
 
 // usage answers /usage: this conversation's, the sender's, and everyone's
 // totals of today and this month.
-func (d *Dispatcher) usage(m Message, key Key) (string, error) {
-	t, err := d.opts.Store.UsageTotals(key.String(), userOf(m), d.now())
+func (d *Dispatcher) usage(m Message, key store.Key) (string, error) {
+	t, err := d.opts.Store.UsageTotals(key, userOf(m), d.now())
 	if err != nil {
 		return "", err
 	}

@@ -32,7 +32,7 @@ func TestUsageRecordedShownAndInTheFooter(t *testing.T) {
 	h.say("alice", "hi")
 	h.rec.waitText("echo: hi\n\nclaude-code · sonnet · 30 tokens · $0.0012 · ")
 
-	key := core.KeyFor(core.Message{Platform: "rec", Channel: "C1"}, core.ScopeChannel).String()
+	key := core.KeyFor(core.Message{Platform: "rec", Channel: "C1"}, core.ScopeChannel)
 	tot, err := h.store.UsageTotals(key, "rec:alice", clk.now())
 	if err != nil {
 		t.Fatal(err)

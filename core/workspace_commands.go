@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/golem-chat/golem/parser"
+	"github.com/golem-chat/golem/store"
 	"github.com/golem-chat/golem/worktree"
 )
 
@@ -31,7 +32,7 @@ type workAnswer struct {
 // then sent in order with the conversation's other short answers.
 func (d *Dispatcher) workCommand(m Message, name string) {
 	key := KeyFor(m, d.opts.Scope)
-	queued := d.answers.Add(key.String(), func() (func(), bool) {
+	queued := d.answers.Add(key, func() (func(), bool) {
 		ans := d.workAnswer(m, key, name)
 		return func() { d.deliverWork(m, ans) }, true
 	})
@@ -40,12 +41,12 @@ func (d *Dispatcher) workCommand(m Message, name string) {
 	}
 }
 
-func (d *Dispatcher) workAnswer(m Message, key Key, name string) workAnswer {
+func (d *Dispatcher) workAnswer(m Message, key store.Key, name string) workAnswer {
 	if d.opts.Workdirs.Isolation() != worktree.Worktree {
 		return workAnswer{text: "This bot runs every conversation in one shared workspace, so there is no branch of its own to show. " +
 			"The operator can set `isolation: worktree` in bot.yaml to give each conversation a git worktree and a branch."}
 	}
-	conv, err := d.opts.Store.Conversation(key.String())
+	conv, err := d.opts.Store.Conversation(key)
 	if err != nil {
 		return workAnswer{text: "⚠️ **Error:** /" + name + " failed: " + err.Error(), isErr: true}
 	}
@@ -53,7 +54,7 @@ func (d *Dispatcher) workAnswer(m Message, key Key, name string) workAnswer {
 	defer cancel()
 	w, found, err := d.opts.Workdirs.Find(ctx, d.settings(m, conv).workdir, key.String())
 	if err != nil {
-		d.log.Error("find worktree", "command", name, "conversation", key.String(), "err", err)
+		d.log.Error("find worktree", "command", name, "conversation", key, "err", err)
 		return workAnswer{text: "⚠️ **Error:** /" + name + " failed: " + err.Error(), isErr: true}
 	}
 	if !found {

@@ -38,7 +38,7 @@ const MaxValue = 3<<19 - 64<<10
 
 // Conversation is what the store keeps per conversation key.
 type Conversation struct {
-	Key       string
+	Key       Key
 	Engine    string // "" = the configured default
 	Model     string // "" = the engine's default
 	SessionID string // "" = no session yet
@@ -49,7 +49,7 @@ type Conversation struct {
 // start-up was interrupted by a crash or restart.
 type InFlight struct {
 	ID       string // unique per turn
-	Key      string // conversation key
+	Key      Key    // conversation key
 	Platform string
 	Channel  string
 	Thread   string

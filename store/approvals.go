@@ -17,7 +17,7 @@ import (
 // belongs to a turn a restart interrupted.
 type Approval struct {
 	ID         string    `json:"id"`          // golem's id, what /allow ID names
-	Key        string    `json:"key"`         // the conversation
+	Key        Key       `json:"key"`         // the conversation
 	Platform   string    `json:"platform"`    // where it was asked
 	Tool       string    `json:"tool"`        // e.g. "Write", "Bash"
 	ArgsDigest string    `json:"args_digest"` // "sha256:<hex>" of the arguments' JSON
@@ -29,10 +29,10 @@ type Approval struct {
 	Thread  string `json:"thread,omitempty"`
 	Message string `json:"message,omitempty"`
 
-	Decision  string    `json:"decision,omitempty"`   // allow, allow_session, deny; "" while pending
-	Reason    ApprovalEnd `json:"reason,omitempty"`   // why it ended; "" while pending
-	DecidedBy string    `json:"decided_by,omitempty"` // "platform:user", or "golem" for a timeout, stop, expiry
-	Decided   time.Time `json:"decided,omitzero"`
+	Decision  string      `json:"decision,omitempty"`   // allow, allow_session, deny; "" while pending
+	Reason    ApprovalEnd `json:"reason,omitempty"`     // why it ended; "" while pending
+	DecidedBy string      `json:"decided_by,omitempty"` // "platform:user", or "golem" for a timeout, stop, expiry
+	Decided   time.Time   `json:"decided,omitzero"`
 }
 
 // ApprovalEnd is why a permission request ended, as parser.Reason is why

@@ -29,7 +29,7 @@ func BenchmarkOpenLookup100k(b *testing.B) {
 			if err != nil {
 				return err
 			}
-			if err := bucket.Put([]byte(fmt.Sprintf("slack:T0123456:C%08d", i)), raw); err != nil {
+			if err := bucket.Put([]byte(NewKey("slack", "T0123456", fmt.Sprintf("C%08d", i), "").String()), raw); err != nil {
 				return err
 			}
 		}
@@ -39,7 +39,7 @@ func BenchmarkOpenLookup100k(b *testing.B) {
 		b.Fatal(err)
 	}
 	closeStore(b, s)
-	key := fmt.Sprintf("slack:T0123456:C%08d", n/2)
+	key := NewKey("slack", "T0123456", fmt.Sprintf("C%08d", n/2), "")
 
 	for b.Loop() {
 		s, err := Open(path)
@@ -89,7 +89,7 @@ func BenchmarkSaveConversation(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		c := Conversation{Key: fmt.Sprintf("slack:T0123456:C%08d", i%1000), SessionID: fmt.Sprintf("sess-%d", i)}
+		c := Conversation{Key: NewKey("slack", "T0123456", fmt.Sprintf("C%08d", i%1000), ""), SessionID: fmt.Sprintf("sess-%d", i)}
 		if err := s.SaveConversation(c); err != nil {
 			b.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func BenchmarkSaveConversationParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := next.Add(1)
-			c := Conversation{Key: fmt.Sprintf("slack:T0123456:C%08d", i%1000), SessionID: fmt.Sprintf("sess-%d", i)}
+			c := Conversation{Key: NewKey("slack", "T0123456", fmt.Sprintf("C%08d", i%1000), ""), SessionID: fmt.Sprintf("sess-%d", i)}
 			if err := s.SaveConversation(c); err != nil {
 				b.Error(err)
 				return
@@ -116,11 +116,11 @@ func BenchmarkSaveConversationParallel(b *testing.B) {
 func BenchmarkConversationLookup(b *testing.B) {
 	s := openAt(b, filepath.Join(b.TempDir(), "golem.db"), nil)
 	defer closeStore(b, s)
-	if err := s.SaveConversation(Conversation{Key: "slack:T:C", SessionID: "sess"}); err != nil {
+	if err := s.SaveConversation(Conversation{Key: NewKey("slack", "T", "C", ""), SessionID: "sess"}); err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, err := s.Conversation("slack:T:C"); err != nil {
+		if _, err := s.Conversation(NewKey("slack", "T", "C", "")); err != nil {
 			b.Fatal(err)
 		}
 	}

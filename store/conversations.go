@@ -27,7 +27,7 @@ func encodeConversation(c Conversation) ([]byte, error) {
 	return json.Marshal(r)
 }
 
-func decodeConversation(key string, raw []byte) (Conversation, error) {
+func decodeConversation(key Key, raw []byte) (Conversation, error) {
 	var r convRecord
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return Conversation{}, fmt.Errorf("%w: conversation %q: %w", ErrCorrupt, key, err)
@@ -41,10 +41,10 @@ func decodeConversation(key string, raw []byte) (Conversation, error) {
 
 // Conversation returns what is stored for key, or a Conversation with only
 // Key set when nothing is.
-func (s *Bolt) Conversation(key string) (Conversation, error) {
+func (s *Bolt) Conversation(key Key) (Conversation, error) {
 	c := Conversation{Key: key}
 	err := s.view(func(tx *bolt.Tx) error {
-		raw := tx.Bucket(bucketConversations).Get([]byte(key))
+		raw := tx.Bucket(bucketConversations).Get([]byte(key.String()))
 		if raw == nil {
 			return nil
 		}
@@ -62,7 +62,7 @@ func (s *Bolt) Conversation(key string) (Conversation, error) {
 // LastUsed is stored as the current time, so saving after a turn marks the
 // conversation used.
 func (s *Bolt) SaveConversation(c Conversation) error {
-	if c.Key == "" {
+	if c.Key.IsZero() {
 		return errors.New("store: save conversation: empty key")
 	}
 	if c.LastUsed.IsZero() {
@@ -73,7 +73,7 @@ func (s *Bolt) SaveConversation(c Conversation) error {
 		return wrap("save conversation", err)
 	}
 	err = s.update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketConversations).Put([]byte(c.Key), raw)
+		return tx.Bucket(bucketConversations).Put([]byte(c.Key.String()), raw)
 	})
 	if err != nil {
 		return wrap("save conversation", err)
@@ -87,14 +87,15 @@ func (s *Bolt) SaveConversation(c Conversation) error {
 // concurrent updates of different fields never undo each other. fn may run
 // more than once and must not block; a zero LastUsed is saved as the
 // current time.
-func (s *Bolt) UpdateConversation(key string, fn func(c *Conversation) bool) error {
-	if key == "" {
+func (s *Bolt) UpdateConversation(key Key, fn func(c *Conversation) bool) error {
+	if key.IsZero() {
 		return errors.New("store: update conversation: empty key")
 	}
+	name := []byte(key.String())
 	err := s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketConversations)
 		c := Conversation{Key: key}
-		if raw := b.Get([]byte(key)); raw != nil {
+		if raw := b.Get(name); raw != nil {
 			var err error
 			if c, err = decodeConversation(key, raw); err != nil {
 				return err
@@ -110,7 +111,7 @@ func (s *Bolt) UpdateConversation(key string, fn func(c *Conversation) bool) err
 		if err != nil {
 			return err
 		}
-		return b.Put([]byte(key), raw)
+		return b.Put(name, raw)
 	})
 	if err != nil {
 		return wrap("update conversation", err)
@@ -121,7 +122,7 @@ func (s *Bolt) UpdateConversation(key string, fn func(c *Conversation) bool) err
 // ClearSession forgets the session id of key so the next turn starts a new
 // agent session; the engine and model chosen for the conversation stay. A
 // key with nothing stored is left alone.
-func (s *Bolt) ClearSession(key string) error {
+func (s *Bolt) ClearSession(key Key) error {
 	return s.UpdateConversation(key, func(c *Conversation) bool {
 		if c.SessionID == "" {
 			return false // also when nothing is stored

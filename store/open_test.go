@@ -145,7 +145,7 @@ func TestOpenChecksSchema(t *testing.T) {
 					t.Fatalf("open: %v", err)
 				}
 				defer closeStore(t, s)
-				if err := s.SaveConversation(Conversation{Key: "k"}); err != nil {
+				if err := s.SaveConversation(Conversation{Key: testKey}); err != nil {
 					t.Errorf("save after open: %v", err)
 				}
 				return
@@ -161,7 +161,7 @@ func TestOpenChecksSchema(t *testing.T) {
 func TestMigrations(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "golem.db")
 	s := openAt(t, path, nil) // the current schema
-	if err := s.SaveConversation(Conversation{Key: "k", SessionID: "sess"}); err != nil {
+	if err := s.SaveConversation(Conversation{Key: testKey, SessionID: "sess"}); err != nil {
 		t.Fatal(err)
 	}
 	closeStore(t, s)
@@ -192,7 +192,7 @@ func TestMigrations(t *testing.T) {
 			t.Errorf("load %s = %q, %v; want %q", key, got, err, want)
 		}
 	}
-	if c, err := s.Conversation("k"); err != nil || c.SessionID != "sess" {
+	if c, err := s.Conversation(testKey); err != nil || c.SessionID != "sess" {
 		t.Errorf("conversation after migration: %+v, %v", c, err)
 	}
 	closeStore(t, s)
@@ -255,7 +255,7 @@ func validStore(t *testing.T) []byte {
 			if err != nil {
 				return err
 			}
-			if err := tx.Bucket(bucketConversations).Put([]byte(fmt.Sprint("k", i)), raw); err != nil {
+			if err := tx.Bucket(bucketConversations).Put([]byte(NewKey("t", "w", fmt.Sprint("k", i), "").String()), raw); err != nil {
 				return err
 			}
 		}
@@ -291,9 +291,9 @@ func TestDamagedPageFailsTheCallNotTheProcess(t *testing.T) {
 		t.Fatalf("open: %v; want it to open, the damage is in a data page", err)
 	}
 	defer closeStore(t, s)
-	_, err = s.Conversation("k50")
+	_, err = s.Conversation(NewKey("t", "w", "k50", ""))
 	errorsIs(t, err, ErrCorrupt)
-	err = s.SaveConversation(Conversation{Key: "k51", SessionID: "x"})
+	err = s.SaveConversation(Conversation{Key: NewKey("t", "w", "k51", ""), SessionID: "x"})
 	errorsIs(t, err, ErrCorrupt)
 	// Other buckets still work.
 	if err := s.Save("k", []byte("v")); err != nil {

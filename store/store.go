@@ -27,7 +27,7 @@ type Store interface {
 type Conversations interface {
 	// Conversation returns what is stored for key, or a Conversation with
 	// only Key set when nothing is.
-	Conversation(key string) (Conversation, error)
+	Conversation(key Key) (Conversation, error)
 	// SaveConversation stores c under c.Key, replacing what was there. A
 	// zero LastUsed is stored as the current time.
 	SaveConversation(c Conversation) error
@@ -36,10 +36,10 @@ type Conversations interface {
 	// whether to save it, so concurrent updates of different fields never
 	// undo each other. fn may run more than once and must not block; a zero
 	// LastUsed is saved as the current time.
-	UpdateConversation(key string, fn func(c *Conversation) bool) error
+	UpdateConversation(key Key, fn func(c *Conversation) bool) error
 	// ClearSession forgets key's session id, keeping its engine and model;
 	// a key with nothing stored is left alone.
-	ClearSession(key string) error
+	ClearSession(key Key) error
 }
 
 // Seen is the dedupe of platform event ids.
@@ -78,9 +78,9 @@ type ApprovalLog interface {
 type UsageLedger interface {
 	// AddUsage adds one finished turn's usage to every total it counts in
 	// (see UsageTotals), atomically, at time at.
-	AddUsage(conversation, user string, at time.Time, u Usage) error
+	AddUsage(conversation Key, user string, at time.Time, u Usage) error
 	// UsageTotals reads the totals of conversation and user at time at.
-	UsageTotals(conversation, user string, at time.Time) (UsageTotals, error)
+	UsageTotals(conversation Key, user string, at time.Time) (UsageTotals, error)
 }
 
 // State is small adapter state under namespaced keys ("telegram.offset",

@@ -11,6 +11,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// testKey is a conversation key for tests that need one.
+var testKey = NewKey("slack", "T", "C", "")
+
 // fakeClock is a clock the test moves by hand.
 type fakeClock struct {
 	mu sync.Mutex

@@ -49,7 +49,8 @@ type UsageTotals struct {
 }
 
 // usageKeys are the keys of UsageTotals' fields, in its order.
-func usageKeys(conversation, user string, at time.Time) [6]string {
+func usageKeys(key Key, user string, at time.Time) [6]string {
+	conversation := key.String()
 	day, month := at.UTC().Format("2006-01-02"), at.UTC().Format("2006-01")
 	return [6]string{
 		"c\x00" + conversation,
@@ -64,7 +65,7 @@ func usageKeys(conversation, user string, at time.Time) [6]string {
 // AddUsage adds one finished turn's usage to every total it counts in:
 // its conversation's (ever and this month), its user's ("platform:id",
 // today and this month) and everyone's (today and this month), at time at.
-func (s *Bolt) AddUsage(conversation, user string, at time.Time, u Usage) error {
+func (s *Bolt) AddUsage(conversation Key, user string, at time.Time, u Usage) error {
 	err := s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketUsage)
 		for _, k := range usageKeys(conversation, user, at) {
@@ -91,7 +92,7 @@ func (s *Bolt) AddUsage(conversation, user string, at time.Time, u Usage) error 
 }
 
 // UsageTotals reads the totals of conversation and user at time at.
-func (s *Bolt) UsageTotals(conversation, user string, at time.Time) (UsageTotals, error) {
+func (s *Bolt) UsageTotals(conversation Key, user string, at time.Time) (UsageTotals, error) {
 	var t UsageTotals
 	fields := []*Usage{&t.Conversation, &t.ConversationMonth, &t.UserToday, &t.UserMonth, &t.Today, &t.Month}
 	err := s.view(func(tx *bolt.Tx) error {

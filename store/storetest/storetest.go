@@ -58,6 +58,15 @@ func Run(t *testing.T, fresh Fresh) {
 	}
 }
 
+// key is the conversation key whose stored form is s.
+func key(s string) store.Key {
+	k, err := store.ParseKey(s)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
 func closeStore(t *testing.T, s store.Store) {
 	t.Helper()
 	if err := s.Close(); err != nil {
@@ -76,19 +85,19 @@ func testConversations(t *testing.T, open func() store.Store) {
 	// Saved, replaced, cleared, and one never saved.
 	steps := []func() error{
 		func() error {
-			return s.SaveConversation(store.Conversation{Key: "slack:T1:C1", Engine: "cursor", Model: "gpt-5", SessionID: "sess-1", LastUsed: used})
+			return s.SaveConversation(store.Conversation{Key: key("slack:T1:C1"), Engine: "cursor", Model: "gpt-5", SessionID: "sess-1", LastUsed: used})
 		},
 		func() error {
-			return s.SaveConversation(store.Conversation{Key: "slack:T1:C2", Engine: "cursor", SessionID: "old", LastUsed: used})
+			return s.SaveConversation(store.Conversation{Key: key("slack:T1:C2"), Engine: "cursor", SessionID: "old", LastUsed: used})
 		},
 		func() error {
-			return s.SaveConversation(store.Conversation{Key: "slack:T1:C2", SessionID: "new", LastUsed: used})
+			return s.SaveConversation(store.Conversation{Key: key("slack:T1:C2"), SessionID: "new", LastUsed: used})
 		},
 		func() error {
-			return s.SaveConversation(store.Conversation{Key: "slack:T1:C3", Engine: "codex", Model: "m", SessionID: "sess", LastUsed: used})
+			return s.SaveConversation(store.Conversation{Key: key("slack:T1:C3"), Engine: "codex", Model: "m", SessionID: "sess", LastUsed: used})
 		},
-		func() error { return s.ClearSession("slack:T1:C3") },
-		func() error { return s.ClearSession("slack:T1:C4") },
+		func() error { return s.ClearSession(key("slack:T1:C3")) },
+		func() error { return s.ClearSession(key("slack:T1:C4")) },
 	}
 	for i, step := range steps {
 		if err := step(); err != nil {
@@ -96,16 +105,16 @@ func testConversations(t *testing.T, open func() store.Store) {
 		}
 	}
 	before := time.Now()
-	if err := s.SaveConversation(store.Conversation{Key: "http::x", SessionID: "s"}); err != nil {
+	if err := s.SaveConversation(store.Conversation{Key: key("http::x"), SessionID: "s"}); err != nil {
 		t.Fatal(err)
 	}
 	after := time.Now()
 	want := []store.Conversation{
-		{Key: "slack:T1:C1", Engine: "cursor", Model: "gpt-5", SessionID: "sess-1", LastUsed: used},
-		{Key: "slack:T1:C2", SessionID: "new", LastUsed: used},
-		{Key: "slack:T1:C3", Engine: "codex", Model: "m", LastUsed: used},
-		{Key: "slack:T1:C4"}, // clearing an absent key stores nothing
-		{Key: "slack:T9:C1"},
+		{Key: key("slack:T1:C1"), Engine: "cursor", Model: "gpt-5", SessionID: "sess-1", LastUsed: used},
+		{Key: key("slack:T1:C2"), SessionID: "new", LastUsed: used},
+		{Key: key("slack:T1:C3"), Engine: "codex", Model: "m", LastUsed: used},
+		{Key: key("slack:T1:C4")}, // clearing an absent key stores nothing
+		{Key: key("slack:T9:C1")},
 	}
 	check := func(when string, s store.Store) {
 		t.Helper()
@@ -118,7 +127,7 @@ func testConversations(t *testing.T, open func() store.Store) {
 				t.Errorf("%s: got %+v, want %+v", when, got, w)
 			}
 		}
-		got, err := s.Conversation("http::x")
+		got, err := s.Conversation(key("http::x"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,10 +143,10 @@ func testConversations(t *testing.T, open func() store.Store) {
 func testUpdateConversation(t *testing.T, open func() store.Store) {
 	s := open()
 	used := time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)
-	if err := s.SaveConversation(store.Conversation{Key: "k:w:c", Engine: "cursor", SessionID: "s1", LastUsed: used}); err != nil {
+	if err := s.SaveConversation(store.Conversation{Key: key("k:w:c"), Engine: "cursor", SessionID: "s1", LastUsed: used}); err != nil {
 		t.Fatal(err)
 	}
-	err := s.UpdateConversation("k:w:c", func(c *store.Conversation) bool {
+	err := s.UpdateConversation(key("k:w:c"), func(c *store.Conversation) bool {
 		if c.Engine != "cursor" || c.SessionID != "s1" || !c.LastUsed.Equal(used) {
 			t.Errorf("fn got %+v, want the stored conversation", c)
 		}
@@ -147,24 +156,24 @@ func testUpdateConversation(t *testing.T, open func() store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err := s.Conversation("k:w:c"); err != nil || c.Model != "m" || c.Engine != "cursor" || c.SessionID != "s1" {
+	if c, err := s.Conversation(key("k:w:c")); err != nil || c.Model != "m" || c.Engine != "cursor" || c.SessionID != "s1" {
 		t.Errorf("after update: %+v, %v", c, err)
 	}
-	if err := s.UpdateConversation("k:w:other", func(c *store.Conversation) bool {
-		if c.Key != "k:w:other" || c.SessionID != "" {
+	if err := s.UpdateConversation(key("k:w:other"), func(c *store.Conversation) bool {
+		if c.Key != key("k:w:other") || c.SessionID != "" {
 			t.Errorf("fn of an absent key got %+v", c)
 		}
 		return false
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := s.Conversation("k:w:other"); !c.LastUsed.IsZero() {
+	if c, _ := s.Conversation(key("k:w:other")); !c.LastUsed.IsZero() {
 		t.Errorf("fn returning false stored %+v", c)
 	}
-	if err := s.UpdateConversation("k:w:new", func(c *store.Conversation) bool { c.SessionID = "n"; return true }); err != nil {
+	if err := s.UpdateConversation(key("k:w:new"), func(c *store.Conversation) bool { c.SessionID = "n"; return true }); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := s.Conversation("k:w:new"); c.SessionID != "n" || c.LastUsed.IsZero() {
+	if c, _ := s.Conversation(key("k:w:new")); c.SessionID != "n" || c.LastUsed.IsZero() {
 		t.Errorf("update of an absent key stored %+v, want its session and a LastUsed", c)
 	}
 }
@@ -175,23 +184,23 @@ func testUpdateConcurrent(t *testing.T, open func() store.Store) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			if err := s.UpdateConversation("k:w:c", func(c *store.Conversation) bool { c.Model = "m"; return true }); err != nil {
+			if err := s.UpdateConversation(key("k:w:c"), func(c *store.Conversation) bool { c.Model = "m"; return true }); err != nil {
 				t.Error(err)
 			}
 		})
 		wg.Go(func() {
-			if err := s.UpdateConversation("k:w:c", func(c *store.Conversation) bool { c.SessionID = fmt.Sprint("s", i); return true }); err != nil {
+			if err := s.UpdateConversation(key("k:w:c"), func(c *store.Conversation) bool { c.SessionID = fmt.Sprint("s", i); return true }); err != nil {
 				t.Error(err)
 			}
 		})
 		wg.Go(func() {
-			if err := s.UpdateConversation("k:w:c", func(c *store.Conversation) bool { c.Engine = "codex"; return true }); err != nil {
+			if err := s.UpdateConversation(key("k:w:c"), func(c *store.Conversation) bool { c.Engine = "codex"; return true }); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 	wg.Wait()
-	c, err := s.Conversation("k:w:c")
+	c, err := s.Conversation(key("k:w:c"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,9 +298,9 @@ func testTurns(t *testing.T, open func() store.Store) {
 		t.Fatalf("fresh store: %+v, %v; want none", got, err)
 	}
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	first := store.InFlight{ID: "t1", Key: "slack:T:C", Platform: "slack", Channel: "C", Thread: "1.0", ReplyTo: "1.0", Started: t0}
-	second := store.InFlight{ID: "t0", Key: "http::x", Platform: "http", Channel: "x", Started: t0.Add(time.Minute)}
-	same := store.InFlight{ID: "t2", Key: "http::y", Platform: "http", Channel: "y", Started: t0.Add(time.Minute)}
+	first := store.InFlight{ID: "t1", Key: key("slack:T:C"), Platform: "slack", Channel: "C", Thread: "1.0", ReplyTo: "1.0", Started: t0}
+	second := store.InFlight{ID: "t0", Key: key("http::x"), Platform: "http", Channel: "x", Started: t0.Add(time.Minute)}
+	same := store.InFlight{ID: "t2", Key: key("http::y"), Platform: "http", Channel: "y", Started: t0.Add(time.Minute)}
 	for _, turn := range []store.InFlight{same, second, first} {
 		if err := s.BeginTurn(turn); err != nil {
 			t.Fatalf("begin %s: %v", turn.ID, err)
@@ -341,7 +350,7 @@ func testTurns(t *testing.T, open func() store.Store) {
 func testApprovals(t *testing.T, open func() store.Store) {
 	s := open()
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	a := store.Approval{ID: "b", Key: "slack:T:C", Platform: "slack", Tool: "Bash", ArgsDigest: "sha256:00", AskedBy: "slack:U1", Asked: t0,
+	a := store.Approval{ID: "b", Key: key("slack:T:C"), Platform: "slack", Tool: "Bash", ArgsDigest: "sha256:00", AskedBy: "slack:U1", Asked: t0,
 		Channel: "C", Thread: "1.0", Message: "2.0"}
 	for _, rec := range []store.Approval{a, {ID: "a", Tool: "Write", Asked: t0.Add(-time.Second)}, {ID: "c", Tool: "Edit", Asked: t0}} {
 		if err := s.SaveApproval(rec); err != nil {
@@ -380,13 +389,13 @@ func testUsage(t *testing.T, open func() store.Store) {
 		conv, user string
 		at         time.Time
 	}{{"slack::C1", "slack:U1", day1}, {"slack::C1", "slack:U2", day1}, {"slack::C2", "slack:U1", day1}, {"slack::C1", "slack:U1", day2}} {
-		if err := s.AddUsage(add.conv, add.user, add.at, turn); err != nil {
+		if err := s.AddUsage(key(add.conv), add.user, add.at, turn); err != nil {
 			t.Fatal(err)
 		}
 	}
 	closeStore(t, s)
 	s = open()
-	got, err := s.UsageTotals("slack::C1", "slack:U1", day1)
+	got, err := s.UsageTotals(key("slack::C1"), "slack:U1", day1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +408,7 @@ func testUsage(t *testing.T, open func() store.Store) {
 			t.Errorf("%s = %+v, want %d turns' worth", k, u, n)
 		}
 	}
-	got, _ = s.UsageTotals("slack::C1", "slack:U1", day2)
+	got, _ = s.UsageTotals(key("slack::C1"), "slack:U1", day2)
 	if got.UserToday.Turns != 1 || got.ConversationMonth.Turns != 1 || got.Conversation.Turns != 3 || got.Month.Turns != 1 {
 		t.Errorf("on 1 April: %+v", got)
 	}
@@ -407,13 +416,13 @@ func testUsage(t *testing.T, open func() store.Store) {
 	var wg sync.WaitGroup
 	for range 10 {
 		wg.Go(func() {
-			if err := s.AddUsage("slack::C9", "slack:U9", day1, turn); err != nil {
+			if err := s.AddUsage(key("slack::C9"), "slack:U9", day1, turn); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 	wg.Wait()
-	if got, _ := s.UsageTotals("slack::C9", "slack:U9", day1); got.Conversation.Turns != 10 || got.UserToday.Turns != 10 || got.Today.Turns != 13 {
+	if got, _ := s.UsageTotals(key("slack::C9"), "slack:U9", day1); got.Conversation.Turns != 10 || got.UserToday.Turns != 10 || got.Today.Turns != 13 {
 		t.Errorf("after 10 concurrent additions: %+v", got)
 	}
 }
@@ -500,12 +509,12 @@ func testInvalidArguments(t *testing.T, open func() store.Store) {
 	}{
 		{"conversation without key", func() error { return s.SaveConversation(store.Conversation{SessionID: "x"}) }},
 		{"update without key", func() error {
-			return s.UpdateConversation("", func(*store.Conversation) bool { return true })
+			return s.UpdateConversation(store.Key{}, func(*store.Conversation) bool { return true })
 		}},
 		{"seen without id", func() error { _, err := s.MarkSeen("", time.Minute); return err }},
 		{"seen with zero ttl", func() error { _, err := s.MarkSeen("e1", 0); return err }},
 		{"seen with negative ttl", func() error { _, err := s.MarkSeen("e1", -time.Second); return err }},
-		{"turn without id", func() error { return s.BeginTurn(store.InFlight{Key: "k"}) }},
+		{"turn without id", func() error { return s.BeginTurn(store.InFlight{Key: key("k:w:c")}) }},
 		{"end turn without id", func() error { return s.EndTurn("") }},
 		{"approval without id", func() error { return s.SaveApproval(store.Approval{Tool: "Bash"}) }},
 		{"state without key", func() error { return s.Save("", []byte("v")) }},
@@ -530,20 +539,22 @@ func testClosed(t *testing.T, open func() store.Store) {
 	}
 	now := time.Now()
 	calls := map[string]func() error{
-		"Conversation":       func() error { _, err := s.Conversation("k:w:c"); return err },
-		"SaveConversation":   func() error { return s.SaveConversation(store.Conversation{Key: "k:w:c"}) },
-		"UpdateConversation": func() error { return s.UpdateConversation("k:w:c", func(*store.Conversation) bool { return true }) },
-		"ClearSession":       func() error { return s.ClearSession("k:w:c") },
-		"MarkSeen":           func() error { _, err := s.MarkSeen("e", time.Minute); return err },
-		"BeginTurn":          func() error { return s.BeginTurn(store.InFlight{ID: "t"}) },
-		"EndTurn":            func() error { return s.EndTurn("t") },
-		"InFlightTurns":      func() error { _, err := s.InFlightTurns(); return err },
-		"SaveApproval":       func() error { return s.SaveApproval(store.Approval{ID: "a"}) },
-		"Approvals":          func() error { _, err := s.Approvals(false); return err },
-		"AddUsage":           func() error { return s.AddUsage("k:w:c", "u", now, store.Usage{Turns: 1}) },
-		"UsageTotals":        func() error { _, err := s.UsageTotals("k:w:c", "u", now); return err },
-		"Load":               func() error { _, err := s.Load("k"); return err },
-		"Save":               func() error { return s.Save("k", []byte("v")) },
+		"Conversation":     func() error { _, err := s.Conversation(key("k:w:c")); return err },
+		"SaveConversation": func() error { return s.SaveConversation(store.Conversation{Key: key("k:w:c")}) },
+		"UpdateConversation": func() error {
+			return s.UpdateConversation(key("k:w:c"), func(*store.Conversation) bool { return true })
+		},
+		"ClearSession":  func() error { return s.ClearSession(key("k:w:c")) },
+		"MarkSeen":      func() error { _, err := s.MarkSeen("e", time.Minute); return err },
+		"BeginTurn":     func() error { return s.BeginTurn(store.InFlight{ID: "t"}) },
+		"EndTurn":       func() error { return s.EndTurn("t") },
+		"InFlightTurns": func() error { _, err := s.InFlightTurns(); return err },
+		"SaveApproval":  func() error { return s.SaveApproval(store.Approval{ID: "a"}) },
+		"Approvals":     func() error { _, err := s.Approvals(false); return err },
+		"AddUsage":      func() error { return s.AddUsage(key("k:w:c"), "u", now, store.Usage{Turns: 1}) },
+		"UsageTotals":   func() error { _, err := s.UsageTotals(key("k:w:c"), "u", now); return err },
+		"Load":          func() error { _, err := s.Load("k"); return err },
+		"Save":          func() error { return s.Save("k", []byte("v")) },
 	}
 	for name, call := range calls {
 		if err := call(); !errors.Is(err, store.ErrClosed) {
@@ -561,7 +572,7 @@ func testConcurrentUse(t *testing.T, open func() store.Store) {
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			key := fmt.Sprintf("slack:T:C%d", w%3) // shared by several workers
+			key := store.NewKey("slack", "T", fmt.Sprint("C", w%3), "") // shared by several workers
 			for i := range rounds {
 				if _, err := s.MarkSeen(fmt.Sprint("event-", i), time.Hour); err != nil {
 					t.Error(err)
@@ -608,7 +619,7 @@ func testConcurrentUse(t *testing.T, open func() store.Store) {
 			t.Errorf("state of worker %d = %q, %v; want %d", w, v, err, rounds-1)
 		}
 	}
-	u, err := s.UsageTotals("slack:T:C0", "u", day)
+	u, err := s.UsageTotals(key("slack:T:C0"), "u", day)
 	if err != nil || u.UserToday.Turns != workers*rounds {
 		t.Errorf("usage of user u today = %+v, %v; want %d turns", u.UserToday, err, workers*rounds)
 	}
