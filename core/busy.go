@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/golem-chat/golem/engine"
@@ -76,9 +77,10 @@ type steering struct {
 	userName string
 	dir      string // the turn's working directory, for attachments
 	inbox    []Message
-	steered  int  // messages taken into the turn, for /status
-	stops    int  // how often /stop dropped inbox (see steerLoop)
-	ending   bool // the turn is over: steerLoop empties inbox and ends
+	written  []Message // the messages Steer took, in order (see notTaken)
+	steered  int       // messages taken into the turn, for /status
+	stops    int       // how often /stop dropped inbox (see steerLoop)
+	ending   bool      // the turn is over: steerLoop empties inbox and ends
 	wake     chan struct{}
 	done     chan struct{} // closed when steerLoop has ended
 }
@@ -147,10 +149,11 @@ func steerable(name string) bool {
 // startSteering makes the running turn of c take messages while it runs,
 // when the busy mode and the engine allow it; the returned func ends that
 // and waits until every message handed to the turn was written to the run
-// or put back, in order, at the head of c's queue for a turn of its own.
-func (d *Dispatcher) startSteering(c *conversation, run *engine.Run, eng string, m Message, dir string, log *slog.Logger) (end func()) {
+// or put back, in order, at the head of c's queue for a turn of its own. It
+// returns the messages written to the run, in order.
+func (d *Dispatcher) startSteering(c *conversation, run *engine.Run, eng string, m Message, dir string, log *slog.Logger) (end func() []Message) {
 	if (d.opts.Busy != BusyDefault && d.opts.Busy != BusySteer) || !steerable(eng) {
-		return func() {}
+		return func() []Message { return nil }
 	}
 	s := &steering{run: run, user: m.User, userName: m.UserName, dir: dir,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
@@ -160,7 +163,7 @@ func (d *Dispatcher) startSteering(c *conversation, run *engine.Run, eng string,
 	}
 	c.mu.Unlock()
 	go d.steerLoop(c, s, log)
-	return func() {
+	return func() []Message {
 		c.mu.Lock()
 		s.ending = true
 		if c.running != nil && c.running.steer == s {
@@ -169,6 +172,7 @@ func (d *Dispatcher) startSteering(c *conversation, run *engine.Run, eng string,
 		c.mu.Unlock()
 		s.poke()
 		<-s.done
+		return s.written // steerLoop has ended: no more writes
 	}
 }
 
@@ -209,23 +213,15 @@ func (d *Dispatcher) steerLoop(c *conversation, s *steering, log *slog.Logger) {
 			if c.running != nil && c.running.steer == s {
 				c.running.steer = nil
 			}
-			closing := d.closing.Load() // Close, once closing, empties c.queue under c.mu
-			if !closing {
-				c.queue = append(back, c.queue...)
-			}
 			c.mu.Unlock()
 			if stopped {
 				d.dropStopped(m)
 			}
-			if closing { // as Close does with the queued ones
-				for _, m := range back {
-					d.measure(m, d.engineFor(m), shutdownEnd, nil, time.Time{})
-					d.finishUnstarted(d.life, m, shutdownEnd)
-				}
-			}
+			d.putBack(c, back)
 			continue
 		}
 		c.mu.Lock()
+		s.written = append(s.written, m)
 		s.steered++
 		eng := c.engine()
 		c.mu.Unlock()
@@ -233,6 +229,72 @@ func (d *Dispatcher) steerLoop(c *conversation, s *steering, log *slog.Logger) {
 		log.Info("message steered into the running turn", "files", len(files))
 		d.acknowledge(m, log)
 	}
+}
+
+// putBack puts msgs, messages handed to a running turn that its agent
+// never read, back at the head of c's queue for turns of their own, in
+// order. The queue keeps its bound (at least one: the turn is ending): the
+// newest messages past it are told plainly that they were not delivered.
+// While golem shuts down they end as the queued ones do.
+func (d *Dispatcher) putBack(c *conversation, msgs []Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	c.mu.Lock()
+	closing := d.closing.Load() // Close, once closing, empties c.queue under c.mu
+	var over []Message
+	if !closing {
+		c.queue = append(slices.Clone(msgs), c.queue...)
+		if limit := max(d.waitLimit(), 1); len(c.queue) > limit {
+			over = slices.Clone(c.queue[limit:])
+			c.queue = c.queue[:limit]
+		}
+	}
+	c.mu.Unlock()
+	if closing { // as Close does with the queued ones
+		for _, m := range msgs {
+			d.measure(m, d.engineFor(m), shutdownEnd, nil, time.Time{})
+			d.finishUnstarted(d.life, m, shutdownEnd)
+		}
+		return
+	}
+	for _, m := range over {
+		d.answer(m, notDeliveredFull, true) // a stream gets it as its terminal event
+	}
+}
+
+// What a message handed to an answer is told when the agent never read it
+// and it does not get a turn of its own.
+const (
+	notDeliveredStopped = "⏹️ _Not delivered: the answer was stopped before the agent read this message. Send it again to run it._"
+	notDeliveredFull    = "⏳ _Not run: too many messages are waiting in this conversation. Send it again in a moment._"
+)
+
+// notTaken deals with msgs, the last messages steered into a turn of c
+// that its agent had not read when its run ended with terminal: stopped
+// by /stop, they are told so; otherwise (a timeout, a crash, busy:
+// interrupt) each gets a turn of its own (putBack). Never silence: each
+// was acknowledged in the chat as added to the answer.
+func (d *Dispatcher) notTaken(ctx context.Context, c *conversation, msgs []Message, terminal parser.Event) {
+	if terminal.Type == parser.Error && terminal.Reason == parser.Stopped && !errors.Is(context.Cause(ctx), errSuperseded) && !d.closing.Load() {
+		for _, m := range msgs {
+			d.dropStopped(m) // a stream's was told "noted" and has ended
+			if m.Sink == nil {
+				d.answer(m, notDeliveredStopped, true)
+			}
+		}
+		return
+	}
+	var own []Message
+	for _, m := range msgs {
+		if m.Sink != nil { // told "noted", its stream has ended: nowhere to answer
+			d.log.Warn("a message steered in from a stream was not read by the agent before the answer ended",
+				"platform", m.Platform, "conversation", c.key.String())
+			continue
+		}
+		own = append(own, m)
+	}
+	d.putBack(c, own)
 }
 
 // message is what the agent is told of m: its text, from its author when

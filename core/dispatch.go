@@ -333,11 +333,13 @@ func (d *Dispatcher) work(c *conversation) {
 		c.queue = c.queue[1:]
 		ctx, stop, interrupt := turnContext(d.life)
 		c.running = &running{started: time.Now(), stop: stop, interrupt: interrupt, queued: true}
+		if d.opts.Busy == BusyInterrupt && len(c.queue) > 0 {
+			interrupt() // a newer message came while this one waited: it interrupts in turn
+		}
 		gen := c.generation
 		c.mu.Unlock()
 
-		select {
-		case d.slots <- struct{}{}:
+		if d.takeSlot(ctx) {
 			c.mu.Lock()
 			c.running.queued = false
 			c.mu.Unlock()
@@ -345,13 +347,27 @@ func (d *Dispatcher) work(c *conversation) {
 			forget := d.runTurn(ctx, c, m, gen, release)
 			release()
 			forget() // before the conversation's next turn, without a slot
-		case <-ctx.Done(): // stopped while waiting for a slot
+		} else { // stopped while waiting for a slot
 			// Waited for, so that it comes before the next turn's answer.
 			end := parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped}
 			d.measure(m, d.engineFor(m), end, nil, time.Time{})
 			<-d.finishUnstarted(ctx, m, end)
 		}
 		stop()
+	}
+}
+
+// takeSlot waits for one of MaxConcurrent's slots; false when the turn of
+// ctx was stopped first (also before it began to wait).
+func (d *Dispatcher) takeSlot(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	select {
+	case d.slots <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

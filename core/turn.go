@@ -94,6 +94,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	turnCtx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
 	defer cancel()
 	start := time.Now()
+	var steered []Message // written into the run while it ran
 	terminal := parser.Event{Type: parser.Error, Message: "the agent did not answer", Reason: parser.Crashed}
 	run, err := eng.Run(turnCtx, engine.Turn{
 		Prompt: prompt, SessionID: conv.SessionID, Model: set.model, Workdir: ws.Dir, Files: files,
@@ -138,7 +139,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 				out.add(show...)
 			}
 		}
-		endSteering()
+		steered = endSteering()
 	}
 	if run != nil {
 		d.endRequests(run, key, approvalEnd(terminal))
@@ -194,6 +195,11 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	<-counted
 	if run != nil {
 		<-run.Exited()
+		// Now what the agent had not read of the steered messages is known.
+		if n := min(run.Untaken(), len(steered)); n > 0 {
+			log.Info("steered messages the agent had not read", "messages", n)
+			d.notTaken(ctx, c, steered[len(steered)-n:], terminal)
+		}
 	}
 	log.Info("turn ended", "engine", set.engine, "outcome", outcome(terminal), "duration_ms", time.Since(start).Milliseconds())
 	return out.close

@@ -278,6 +278,15 @@ func (c *control) takenCount() int {
 	return c.taken
 }
 
+// untaken is how many steered messages of the current process the CLI did
+// not take in: the prompt counts among the written and the taken, but is
+// not a steered message.
+func (c *control) untaken() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return max(min(c.written-c.taken, c.written-1), 0)
+}
+
 // asked records a permission request the CLI waits on.
 func (c *control) asked(ev parser.Event) {
 	c.mu.Lock()

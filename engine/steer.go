@@ -61,6 +61,18 @@ func (r *Run) took() {
 	}
 }
 
+// Untaken is how many of the messages steered into the run (the last ones
+// Steer took) its CLI had not taken in when the run ended: a stop, a
+// timeout or a crash came before the CLI read them, so their answer never
+// comes in this run. Read it once Exited is closed; before, it may still
+// fall.
+func (r *Run) Untaken() int {
+	if r.control == nil {
+		return 0
+	}
+	return r.control.untaken()
+}
+
 // takenCount is the number of messages the CLI of the run took in so far.
 func (r *Run) takenCount() int {
 	if r.control == nil {
