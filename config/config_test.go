@@ -197,15 +197,23 @@ func TestLoadConfigEngineWithoutKeysHasDefaults(t *testing.T) {
 // sections the config package composes from other packages.
 func TestLoadConfigErrorsAreExact(t *testing.T) {
 	cases := []struct{ body, want string }{
-		{"timeout: soon\n", "timeout: cannot unmarshal !!str `soon` into time.Duration"},
-		{"slack:\n  bot_token: [x]\n", "slack.bot_token: cannot unmarshal !!seq into string"},
-		{"slack: {bot_token: x, app_tokn: y}\n", "slack.app_tokn: field app_tokn not found in type slack.Config"},
-		{"access:\n  allow:\n    - a:b\n    - [c]\n", "access.allow[1]: cannot unmarshal !!seq into string"},
-		{"telegram:\n  drafts: maybe\n", "telegram.drafts: cannot unmarshal !!str `maybe` into bool"},
-		{"discord:\n  guilds: 5\n", "discord.guilds: cannot unmarshal !!int `5` into []string"},
-		{"engines:\n  cursor:\n    model: [a, b]\n", "engines.cursor.model: cannot unmarshal !!seq into string"},
-		{"engines:\n  cursor:\n    partial_messages: true\n", "engines.cursor.partial_messages: field partial_messages not found"},
-		{"engines:\n  claude-code:\n    partial_messages: sometimes\n", "engines.claude-code.partial_messages: cannot unmarshal !!str `sometimes` into bool"},
+		{"timeout: soon\n", "line 1: timeout: `soon` is not allowed here; give a duration such as 30s, 10m or 1h"},
+		{"slack:\n  bot_token: [x]\n", "line 2: slack.bot_token: a list is not allowed here; give one value (a text)"},
+		{"slack: {bot_token: x, app_tokn: y}\n", `line 1: slack.app_tokn: unknown key "app_tokn" (did you mean app_token?); allowed here: api_url, app_token, bot_token`},
+		{"access:\n  allow:\n    - a:b\n    - [c]\n", "line 4: access.allow[1]: a list is not allowed here; give one value (a text)"},
+		{"telegram:\n  drafts: maybe\n", "line 2: telegram.drafts: `maybe` is not allowed here; give true or false"},
+		{"discord:\n  guilds: 5\n", "line 2: discord.guilds: `5` is not allowed here; give a list"},
+		{"engines:\n  cursor:\n    model: [a, b]\n", "line 3: engines.cursor.model: a list is not allowed here; give one value (a text)"},
+		{"engines:\n  cursor:\n    partial_messages: true\n", `line 3: engines.cursor.partial_messages: unknown key "partial_messages"; allowed here: api_key, args, command, env, model, pass_env`},
+		{"engines:\n  claude-code:\n    partial_messages: sometimes\n", "line 3: engines.claude-code.partial_messages: `sometimes` is not allowed here; give true or false"},
+		// An unknown key in each form: block, flow, nested under channels
+		// (block and flow), and at the top: the path, the line, what the
+		// section takes, never a Go type.
+		{"slack:\n  bot_token: x\n  bot_tokn: y\n", `line 3: slack.bot_tokn: unknown key "bot_tokn" (did you mean bot_token?); allowed here: api_url, app_token, bot_token`},
+		{"engine: claude-code\nslack: {bot_token: x, bot_tokn: y}\n", `line 2: slack.bot_tokn: unknown key "bot_tokn" (did you mean bot_token?)`},
+		{"channels:\n  \"slack:C1\":\n    enigne: cursor\n", `line 3: channels.slack:C1.enigne: unknown key "enigne" (did you mean engine?); allowed here: engine, model, permissions, workdir`},
+		{"channels: {\"slack:C1\": {enigne: cursor}}\n", `line 1: channels.slack:C1.enigne: unknown key "enigne" (did you mean engine?); allowed here: engine, model, permissions, workdir`},
+		{"timeout: 1m\nlimts:\n  x: 1\n", `line 2: limts: unknown key "limts" (did you mean limits?); allowed here: access,`},
 		{"engines:\n  no-such-cli: {}\n", `engines.no-such-cli: "no-such-cli" is not ` + engine.NamesText()},
 		{"engine: no-such-cli\n", `engine: "no-such-cli" is not ` + engine.NamesText()},
 		{"channels:\n  slack:C1: {engine: no-such-cli}\n", `channels.slack:C1.engine: "no-such-cli" is not ` + engine.NamesText()},
@@ -217,6 +225,9 @@ func TestLoadConfigErrorsAreExact(t *testing.T) {
 		_, err := Load(writeConfig(t, tc.body), false)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want one containing %q", tc.body, err, tc.want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "struct {") || strings.Contains(err.Error(), "not found in type")) {
+			t.Errorf("%q: error %v names a Go type", tc.body, err)
 		}
 	}
 }

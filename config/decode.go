@@ -2,11 +2,13 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -36,8 +38,8 @@ func (c *Config) parse(raw []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := c.decode(expanded); err != nil {
-		return nameKeys(err, &doc)
+	if root, err := c.decode(expanded); err != nil {
+		return nameKeys(err, &doc, root)
 	}
 	return nil
 }
@@ -47,8 +49,9 @@ func (c *Config) parse(raw []byte) error {
 // engines.<name> into c.Engines[name]. The engines come from the registry,
 // so the type decoded into is built at run time: a struct with c's fields
 // inline and an engines field holding one field per engine, tagged with
-// its name, pointing at its Settings.
-func (c *Config) decode(doc []byte) error {
+// its name, pointing at its Settings. It returns that type, for errors to
+// name what each section takes.
+func (c *Config) decode(doc []byte) (reflect.Type, error) {
 	specs := engine.Engines()
 	engineFields := make([]reflect.StructField, len(specs))
 	for i, s := range specs {
@@ -75,7 +78,7 @@ func (c *Config) decode(doc []byte) error {
 	dec := yaml.NewDecoder(bytes.NewReader(doc))
 	dec.KnownFields(true)
 	if err := dec.Decode(v.Addr().Interface()); err != nil {
-		return err
+		return docType, err
 	}
 	engines := c.Engines
 	*c = v.Field(0).Interface().(Config)
@@ -87,7 +90,7 @@ func (c *Config) decode(doc []byte) error {
 			c.Engines[s.Name] = s.NewSettings() // "cursor:" with nothing: the defaults
 		}
 	}
-	return nil
+	return docType, nil
 }
 
 // checkEngineNames names a key under engines: that is no engine of the
@@ -116,16 +119,17 @@ func checkEngineNames(doc *yaml.Node) error {
 var (
 	errLine   = regexp.MustCompile(`^line (\d+): `)
 	errField  = regexp.MustCompile(`^field (\S+) not found`)
-	errTagged = regexp.MustCompile(`^cannot unmarshal (!!\w+)`)
+	errTagged = regexp.MustCompile(`^cannot unmarshal (!!\w+)(?: ` + "`" + `(.*)` + "`" + `)? into (\S+)`)
 )
 
-// nameKeys rewrites yaml's "line N: ..." errors to name the key at line N
-// (the expanded document keeps the original's layout), so that
-// "cannot unmarshal !!str `soon` into time.Duration" says it is timeout.
-// Where several keys share the line (slack: {bot_token: [x]}), the error
-// picks the one: an unknown field by its name, a value that does not fit
-// by its kind.
-func nameKeys(err error, doc *yaml.Node) error {
+// nameKeys rewrites yaml's "line N: ..." errors as a person reads them:
+// the line, the key's path (the expanded document keeps the original's
+// layout; in flow style, where many keys share a line, the error picks
+// the one: an unknown key by its name, a value that does not fit by its
+// kind), and what is allowed there — the keys of that section for an
+// unknown key, the kind of value for one that does not fit — instead of
+// the Go types yaml names. root is the type the document decodes into.
+func nameKeys(err error, doc *yaml.Node, root reflect.Type) error {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
 		return err
@@ -140,26 +144,168 @@ func nameKeys(err error, doc *yaml.Node) error {
 		line, _ := strconv.Atoi(m[1])
 		rest := strings.TrimPrefix(e, m[0])
 		at := func(k, v *yaml.Node) bool { return k != nil && k.Line == line || v.Line == line }
+		explain := func(reflect.Type) string { return rest }
 		if f := errField.FindStringSubmatch(rest); f != nil {
 			at = func(k, _ *yaml.Node) bool { return k != nil && k.Line == line && k.Value == f[1] }
+			explain = func(parent reflect.Type) string {
+				keys := keysOf(parent)
+				if len(keys) == 0 {
+					return "unknown key " + strconv.Quote(f[1])
+				}
+				msg := "unknown key " + strconv.Quote(f[1])
+				if near := closest(f[1], keys); near != "" {
+					msg += " (did you mean " + near + "?)"
+				}
+				return msg + "; allowed here: " + strings.Join(keys, ", ")
+			}
 		} else if t := errTagged.FindStringSubmatch(rest); t != nil {
 			at = func(_, v *yaml.Node) bool { return v.Line == line && v.ShortTag() == t[1] }
+			explain = func(reflect.Type) string { return notFit(t[1], t[2], t[3], rest) }
 		}
-		if key := keyAt(doc, "", at); key != "" {
-			msgs[i] = key + ": " + rest
+		if key, parent := keyAt(doc, root, "", at); key != "" {
+			msgs[i] = fmt.Sprintf("line %d: %s: %s", line, key, explain(parent))
 		}
 	}
 	return errors.New(strings.Join(msgs, "; "))
 }
 
+// closest is the key of keys nearest to word, a typo of it (at most two
+// edits away and not the whole word), or "".
+func closest(word string, keys []string) string {
+	best, bestDist := "", 3
+	for _, k := range keys {
+		if d := editDistance(word, k); d < bestDist && d < len(k) {
+			best, bestDist = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// notFit says what a value of yaml tag tag (and text value, for a scalar)
+// should have been for a Go type named goType; other is yaml's own words.
+func notFit(tag, value, goType, other string) string {
+	got := map[string]string{"!!seq": "a list", "!!map": "a section of keys", "!!str": "a text", "!!int": "a number",
+		"!!bool": "true or false", "!!float": "a number", "!!null": "nothing"}[tag]
+	if value != "" {
+		got = "`" + value + "`"
+	}
+	want := ""
+	switch {
+	case goType == "time.Duration":
+		want = "a duration such as 30s, 10m or 1h"
+	case strings.HasPrefix(goType, "[]"):
+		want = "a list"
+	case strings.HasPrefix(goType, "map["):
+		want = "a section of keys"
+	case strings.HasPrefix(goType, "int") || strings.HasPrefix(goType, "uint") || strings.HasPrefix(goType, "float"):
+		want = "a number"
+	case goType == "bool":
+		want = "true or false"
+	case goType == "string" || strings.HasSuffix(goType, ".Scope") || strings.HasSuffix(goType, ".Mode") || strings.HasSuffix(goType, ".Busy"):
+		want = "one value (a text)"
+	}
+	if got == "" || want == "" {
+		return other
+	}
+	return got + " is not allowed here; give " + want
+}
+
+// keysOf lists the keys a section decoded into t takes, sorted; none for
+// a type that is not a struct.
+func keysOf(t reflect.Type) []string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var keys []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		switch {
+		case name == "-":
+		case strings.Contains(opts, "inline"):
+			keys = append(keys, keysOf(f.Type)...)
+		case f.IsExported():
+			keys = append(keys, cmp.Or(name, strings.ToLower(f.Name)))
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// fieldType is the type a key of a section of type t decodes into, nil
+// when t takes no such key.
+func fieldType(t reflect.Type, key string) reflect.Type {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Map:
+		return t.Elem()
+	case reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if strings.Contains(opts, "inline") {
+				if ft := fieldType(f.Type, key); ft != nil {
+					return ft
+				}
+				continue
+			}
+			if f.IsExported() && name != "-" && cmp.Or(name, strings.ToLower(f.Name)) == key {
+				return f.Type
+			}
+		}
+	}
+	return nil
+}
+
+// elemType is the type of a list item of type t, nil when t is no list.
+func elemType(t reflect.Type) reflect.Type {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || (t.Kind() != reflect.Slice && t.Kind() != reflect.Array) {
+		return nil
+	}
+	return t.Elem()
+}
+
 // keyAt returns the dotted path of the deepest mapping key or sequence
-// item for which at(key, value) holds; key is nil for a sequence item.
-func keyAt(n *yaml.Node, prefix string, at func(k, v *yaml.Node) bool) string {
+// item for which at(key, value) holds (key is nil for a sequence item), and
+// the type of the section holding it; n decodes into t (nil: unknown).
+func keyAt(n *yaml.Node, t reflect.Type, prefix string, at func(k, v *yaml.Node) bool) (string, reflect.Type) {
 	switch n.Kind {
 	case yaml.DocumentNode:
 		for _, c := range n.Content {
-			if k := keyAt(c, prefix, at); k != "" {
-				return k
+			if k, p := keyAt(c, t, prefix, at); k != "" {
+				return k, p
 			}
 		}
 	case yaml.MappingNode:
@@ -169,25 +315,25 @@ func keyAt(n *yaml.Node, prefix string, at func(k, v *yaml.Node) bool) string {
 			if prefix != "" {
 				path = prefix + "." + k.Value
 			}
-			if deeper := keyAt(v, path, at); deeper != "" {
-				return deeper
+			if deeper, p := keyAt(v, fieldType(t, k.Value), path, at); deeper != "" {
+				return deeper, p
 			}
 			if at(k, v) {
-				return path
+				return path, t
 			}
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
 			path := fmt.Sprintf("%s[%d]", prefix, i)
-			if k := keyAt(c, path, at); k != "" {
-				return k
+			if k, p := keyAt(c, elemType(t), path, at); k != "" {
+				return k, p
 			}
 			if at(nil, c) {
-				return path
+				return path, t
 			}
 		}
 	}
-	return ""
+	return "", nil
 }
 
 // expandScalars replaces each ${VAR} in n's scalars by the variable's
