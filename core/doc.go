@@ -31,7 +31,23 @@
 // written to the running agent (engine.Run.Steer) and acknowledged in the
 // chat, and one the run can no longer take queues for a turn of its own.
 //
+// What core holds of a conversation in memory — its waiting messages, its
+// running turn, what is being steered into it — is one unit
+// (conversation.go) under a lock of its own, so that a conversation can
+// change hands as one thing; what lasts is in the store.
+//
 // Optional capabilities of a Poster (LatestEditor, Drafter, Typist,
 // PrivateReplier, Acknowledger) are one-method interfaces found by type
 // assertion.
+//
+// The vocabulary of a turn's events and outcomes is parser's (parser.Event,
+// parser.Type, parser.Reason), not core's own. It stays there on purpose:
+// the parsers make those events from each CLI's lines, the engines add the
+// few of their own (a warning, a resume reset) and the HTTP API and the
+// terminal send them as they are (a Sink takes parser.Events), so one type
+// is shared from the CLI's stdout to the client's stream with no copy and
+// no mapping between two vocabularies that would drift. parser imports
+// nothing of golem; core, engine and the sources depend on it, never the
+// other way round. Why a permission request ended is the store's record
+// (store.ApprovalEnd), for the same reason.
 package core
