@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/golem-chat/golem/internal/bottest"
 )
@@ -90,5 +93,62 @@ func TestAFileOverTheCapIsAWarning(t *testing.T) {
 	}
 	if !warned {
 		t.Errorf("no warning names the file over the cap: %+v", evs)
+	}
+}
+
+// A file's URL keeps working after a restart while the file is kept: the
+// copies are on disk under Options.FilesDir, nothing of them only in
+// memory; one past its time is gone.
+func TestAFileURLOutlivesARestart(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(t.TempDir(), "golem.db")
+	start := func() (string, *bottest.Bot) {
+		ln, base := listen(t)
+		b := bottest.New(t, bottest.Options{Trusted: []string{"http"}, DB: db})
+		s, err := New(Options{Listener: ln, Token: "s3cret", Logger: testLogger(t), FilesDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Start(s)
+		return base, b
+	}
+	base, b := start()
+	evs := chatWithToken(t, base, "!write outbox/report.txt the report\nhere it is")
+	if len(evs) < 2 || evs[len(evs)-2].Type != "file" {
+		t.Fatalf("no file event: %+v", evs)
+	}
+	url := evs[len(evs)-2].URL
+	b.Stop()
+
+	base, _ = start()
+	res := get(t, base+url, "s3cret")
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 || string(body) != "the report" {
+		t.Fatalf("after a restart GET %s = %d %q", url, res.StatusCode, body)
+	}
+	if cd := res.Header.Get("Content-Disposition"); !strings.Contains(cd, "report.txt") {
+		t.Errorf("served as %q", cd)
+	}
+	old := time.Now().Add(-FileTTL - time.Minute)
+	entries, _ := os.ReadDir(filepath.Join(dir, strings.TrimPrefix(url, "/v1/files/")))
+	for _, e := range entries {
+		os.Chtimes(filepath.Join(dir, strings.TrimPrefix(url, "/v1/files/"), e.Name()), old, old)
+	}
+	if res := get(t, base+url, "s3cret"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("a file past FileTTL: status %d", res.StatusCode)
+	}
+	for _, id := range []string{"..", "..%2f..%2fetc", "0123456789ABCDEF0123456789abcdef", strings.Repeat("a", 600)} {
+		if res := get(t, base+"/v1/files/"+id, "s3cret"); res.StatusCode != http.StatusNotFound && res.StatusCode != http.StatusBadRequest {
+			t.Errorf("GET /v1/files/%s: status %d", id, res.StatusCode)
+		}
+	}
+}
+
+func TestSafeName(t *testing.T) {
+	for in, want := range map[string]string{"a.txt": "a.txt", "../../etc/passwd": "passwd", "..": "file", "": "file",
+		"a\x00b": "file", `..\..\x.txt`: "x.txt", "/": "file", "réport ✓.md": "réport ✓.md"} {
+		if got := safeName(in); got != want {
+			t.Errorf("safeName(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -73,6 +73,10 @@ type Options struct {
 	// Metrics, when set, is served at GET /metrics behind the same guard
 	// as the API (the token, or a loopback host without one).
 	Metrics http.Handler
+	// FilesDir keeps the files that file events offer at /v1/files/ID, so
+	// that their URLs outlive a restart; "" keeps them in a temporary
+	// folder removed when the server stops.
+	FilesDir string
 }
 
 // Server is the HTTP adapter: a core.Source with platform "http". It is
@@ -118,7 +122,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Token == "" && !IsLoopback(host) {
 		return nil, fmt.Errorf("%w: %q (set http.token)", ErrInsecureListen, addr)
 	}
-	s := &Server{opts: opts, log: opts.Logger.With("platform", "http"), heartbeat: heartbeatInterval, files: newFileStore()}
+	s := &Server{opts: opts, log: opts.Logger.With("platform", "http"), heartbeat: heartbeatInterval, files: newFileStore(opts.FilesDir)}
 	if opts.Token != "" {
 		s.tokenHash = sha256.Sum256([]byte(opts.Token))
 	}

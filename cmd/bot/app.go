@@ -182,8 +182,12 @@ func newWorkdirs(cfg config.Config, log *slog.Logger, workspace string, channels
 
 // worktreeRoot is where the conversations' worktrees live: beside the
 // store.
-func worktreeRoot(cfg config.Config) (string, error) {
-	return filepath.Abs(filepath.Join(filepath.Dir(cfg.Path(cfg.Store)), "worktrees"))
+func worktreeRoot(cfg config.Config) (string, error) { return dataPath(cfg, "worktrees") }
+
+// dataPath is the absolute path of name beside the store, in golem's data
+// folder (which the agents' sandbox hides).
+func dataPath(cfg config.Config, name string) (string, error) {
+	return filepath.Abs(filepath.Join(filepath.Dir(cfg.Path(cfg.Store)), name))
 }
 
 // cleanWorktrees removes idle worktrees that hold nothing to lose, at once

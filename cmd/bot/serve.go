@@ -77,7 +77,12 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 func (a *app) platforms() ([]core.Source, error) {
 	var out []core.Source
 	if a.cfg.HTTP.Listen != "" {
-		srv, err := httpapi.New(httpapi.Options{Listen: a.cfg.HTTP.Listen, Token: a.cfg.HTTP.Token, Logger: a.log, Metrics: a.metrics.Handler()})
+		files, err := dataPath(a.cfg, "http-files")
+		if err != nil {
+			return nil, err
+		}
+		srv, err := httpapi.New(httpapi.Options{Listen: a.cfg.HTTP.Listen, Token: a.cfg.HTTP.Token, Logger: a.log,
+			Metrics: a.metrics.Handler(), FilesDir: files})
 		if err != nil {
 			return nil, err
 		}
