@@ -38,7 +38,8 @@ type Config struct {
 	Engine        string        `yaml:"engine"`         // default engine, a name of the engine registry
 	Workspace     string        `yaml:"workspace"`      // the agent's working directory
 	Skills        string        `yaml:"skills"`         // skills injected into the workspace
-	Store         string        `yaml:"store"`          // the bbolt file
+	Store         string        `yaml:"store"`          // the bbolt file, or etcd://host:port,host:port/prefix (etcds:// for TLS)
+	StoreTLS      StoreTLS      `yaml:"store_tls"`      // with etcds://
 	SessionScope  core.Scope    `yaml:"session_scope"`  // channel | thread | user
 	Timeout       time.Duration `yaml:"timeout"`        // per turn
 	MaxConcurrent int           `yaml:"max_concurrent"` // turns at once, all conversations
@@ -141,6 +142,30 @@ type Channel struct {
 	Permissions string `yaml:"permissions"` // a permissions.mode for this conversation
 	Model       string `yaml:"model"`
 	Workdir     string `yaml:"workdir"` // relative to the config file's folder
+}
+
+// StoreTLS are the files that reach etcd over TLS (store: etcds://...),
+// relative to the config file's folder: the CA that signed the members'
+// certificates ("" = the system's), and this client's certificate and key
+// where etcd asks for one (both or neither).
+type StoreTLS struct {
+	CA   string `yaml:"ca"`
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+}
+
+// StoreIsEtcd reports whether store: names etcd rather than a bbolt file.
+func (c *Config) StoreIsEtcd() bool {
+	return strings.HasPrefix(c.Store, "etcd://") || strings.HasPrefix(c.Store, "etcds://")
+}
+
+// DataDir is the folder beside the store, where the worktrees live: the
+// bbolt file's folder, or with etcd the default store's (./data).
+func (c *Config) DataDir() string {
+	if c.StoreIsEtcd() {
+		return filepath.Dir(c.Path(Default().Store))
+	}
+	return filepath.Dir(c.Path(c.Store))
 }
 
 // Default is the configuration an empty bot.yaml gives.

@@ -220,6 +220,13 @@ func TestLoadConfigErrorsAreExact(t *testing.T) {
 		{"session_scope: team\n", `session_scope: "team" is not channel, thread or user`},
 		{"busy: wait\n", `busy: "wait" is not steer, interrupt or queue`},
 		{"http:\n  listen: 0.0.0.0:8080\n", "http.listen: 0.0.0.0:8080 is not a loopback address; set http.token"},
+		{"store: \"\"\n", "store: must be a file path or an etcd:// URL"},
+		{"store: redis://10.0.0.1:6379\n", `store: "redis://10.0.0.1:6379" is neither a file path nor an etcd:// or etcds:// URL`},
+		{"store: etcd://10.0.0.1/golem\n", `store: "etcd://10.0.0.1/golem": endpoint "10.0.0.1" is not host:port`},
+		{"store: etcd://10.0.0.1:2379/golem\nstore_tls: {ca: ca.pem}\n", "store_tls: set, but store: is etcd://; use etcds://"},
+		{"store_tls: {ca: ca.pem}\n", "store_tls: set, but store: is a bbolt file"},
+		{"store: etcds://10.0.0.1:2379/golem\nstore_tls: {cert: c.pem}\n", "store_tls: cert and key go together"},
+		{"store_tls: {crt: c.pem}\n", `store_tls.crt: unknown key "crt" (did you mean cert?)`},
 	}
 	for _, tc := range cases {
 		_, err := Load(writeConfig(t, tc.body), false)
@@ -229,6 +236,19 @@ func TestLoadConfigErrorsAreExact(t *testing.T) {
 		if err != nil && (strings.Contains(err.Error(), "struct {") || strings.Contains(err.Error(), "not found in type")) {
 			t.Errorf("%q: error %v names a Go type", tc.body, err)
 		}
+	}
+}
+
+func TestStoreEtcd(t *testing.T) {
+	c, err := Load(writeConfig(t, "store: etcds://10.0.0.1:2379,10.0.0.2:2379/golem\nstore_tls: {ca: ca.pem, cert: c.pem, key: k.pem}\n"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.StoreIsEtcd() || c.StoreTLS != (StoreTLS{CA: "ca.pem", Cert: "c.pem", Key: "k.pem"}) {
+		t.Errorf("store %q, store_tls %+v", c.Store, c.StoreTLS)
+	}
+	if got, want := c.DataDir(), c.Path("data"); got != want {
+		t.Errorf("with etcd the data folder is %q, want %q (the default store's)", got, want)
 	}
 }
 

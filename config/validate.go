@@ -11,6 +11,7 @@ import (
 	"github.com/golem-chat/golem/adapters/httpapi"
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/engine"
+	"github.com/golem-chat/golem/store/etcdstore"
 	"github.com/golem-chat/golem/worktree"
 )
 
@@ -21,6 +22,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := core.ParseScope(string(c.SessionScope)); err != nil {
 		return fmt.Errorf("session_scope: %w", err)
+	}
+	if err := c.validateStore(); err != nil {
+		return err
 	}
 	if c.Timeout <= 0 {
 		return fmt.Errorf("timeout: must be positive, like 10m")
@@ -94,6 +98,34 @@ func (c *Config) Validate() error {
 		if c.HTTP.Token == "" && !httpapi.IsLoopback(host) {
 			return fmt.Errorf("http.listen: %s is not a loopback address; set http.token", c.HTTP.Listen)
 		}
+	}
+	return nil
+}
+
+// validateStore checks store: and store_tls:.
+func (c *Config) validateStore() error {
+	tlsSet := c.StoreTLS != StoreTLS{}
+	switch {
+	case c.Store == "":
+		return fmt.Errorf("store: must be a file path or an etcd:// URL")
+	case !c.StoreIsEtcd():
+		if strings.Contains(c.Store, "://") {
+			return fmt.Errorf("store: %q is neither a file path nor an etcd:// or etcds:// URL", c.Store)
+		}
+		if tlsSet {
+			return fmt.Errorf("store_tls: set, but store: is a bbolt file, not etcds://")
+		}
+		return nil
+	}
+	_, secure, err := etcdstore.ParseURL(c.Store)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	if tlsSet && !secure {
+		return fmt.Errorf("store_tls: set, but store: is etcd://; use etcds:// to reach etcd over TLS")
+	}
+	if (c.StoreTLS.Cert == "") != (c.StoreTLS.Key == "") {
+		return fmt.Errorf("store_tls: cert and key go together (set both or neither)")
 	}
 	return nil
 }

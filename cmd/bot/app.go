@@ -96,7 +96,7 @@ func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(cfg.Path(cfg.Store))
+	st, err := openStore(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -181,13 +181,14 @@ func newWorkdirs(cfg config.Config, log *slog.Logger, workspace string, channels
 }
 
 // worktreeRoot is where the conversations' worktrees live: beside the
-// store.
+// store (with etcd, in ./data).
 func worktreeRoot(cfg config.Config) (string, error) { return dataPath(cfg, "worktrees") }
 
-// dataPath is the absolute path of name beside the store, in golem's data
-// folder (which the agents' sandbox hides).
+// dataPath is the absolute path of name in golem's data folder, beside
+// the store (with etcd, ./data; see config.DataDir), which the agents'
+// sandbox hides.
 func dataPath(cfg config.Config, name string) (string, error) {
-	return filepath.Abs(filepath.Join(filepath.Dir(cfg.Path(cfg.Store)), name))
+	return filepath.Abs(filepath.Join(cfg.DataDir(), name))
 }
 
 // cleanWorktrees removes idle worktrees that hold nothing to lose, at once

@@ -21,6 +21,9 @@ import (
 // checkStore opens the store the way serve does (it waits about a second
 // for a lock), unless the file does not exist yet: doctor creates nothing.
 func checkStore(cfg config.Config) []finding {
+	if cfg.StoreIsEtcd() {
+		return checkEtcdStore(cfg)
+	}
 	path, err := filepath.Abs(cfg.Path(cfg.Store))
 	if err != nil {
 		return []finding{{"store", fail, err.Error()}}
@@ -51,6 +54,30 @@ func checkStore(cfg config.Config) []finding {
 	text := path + " opens"
 	if len(turns) > 0 {
 		text += fmt.Sprintf("; %d turns were cut short by the last stop and get an interrupted notice at the next start", len(turns))
+	}
+	return []finding{{"store", pass, text}}
+}
+
+// checkEtcdStore opens the etcd store the way serve does; an empty prefix
+// gets its schema marker, as at serve's first start.
+func checkEtcdStore(cfg config.Config) []finding {
+	st, err := openStore(cfg)
+	switch {
+	case errors.Is(err, store.ErrSchemaTooNew):
+		return []finding{{"store", fail, err.Error() + " — run the golem that wrote it, or a newer one, or use another prefix"}}
+	case errors.Is(err, store.ErrCorrupt):
+		return []finding{{"store", fail, err.Error() + " — the prefix holds keys that are not golem's; use another prefix"}}
+	case err != nil:
+		return []finding{{"store", fail, err.Error()}}
+	}
+	turns, err := st.InFlightTurns()
+	_ = st.Close()
+	if err != nil {
+		return []finding{{"store", fail, err.Error()}}
+	}
+	text := cfg.Store + " opens"
+	if len(turns) > 0 {
+		text += fmt.Sprintf("; %d turns in flight", len(turns))
 	}
 	return []finding{{"store", pass, text}}
 }

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golem-chat/golem/adapters/telegram/telegramtest"
+	"github.com/golem-chat/golem/engine/enginetest"
+	"github.com/golem-chat/golem/internal/etcdtest"
+	"github.com/golem-chat/golem/store"
+	"github.com/golem-chat/golem/store/etcdstore"
+)
+
+// etcdConfig is a bot.yaml for the fake Telegram and agent with the store
+// at storeURL.
+func etcdConfig(t *testing.T, tg *telegramtest.Server, storeURL string) string {
+	t.Helper()
+	t.Setenv("GOLEM_TEST_TG_TOKEN", tg.Token())
+	config := fmt.Sprintf(`
+engine: claude-code
+workspace: ./ws
+store: %s
+access:
+  allow: ["telegram:42"]
+engines:
+  claude-code: {command: %q}
+telegram: {token: "${GOLEM_TEST_TG_TOKEN}", api_url: %q}
+slack: {bot_token: "", app_token: ""}
+http: {listen: ""}
+`, storeURL, enginetest.Build(t), tg.URL)
+	path := filepath.Join(t.TempDir(), "bot.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestServeOnEtcd runs `bot serve` with store: etcd://…: it answers, and
+// what it keeps (the conversation's session, Telegram's offset) is in
+// etcd under the prefix, not in a file.
+func TestServeOnEtcd(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	tg := telegramtest.New(t, telegramtest.Options{})
+	path := etcdConfig(t, tg, c.URL("golem-test"))
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr syncBuffer
+	exited := make(chan int, 1)
+	go func() { exited <- run(ctx, []string{"serve", "--config", path}, nil, &stderr, &stderr) }()
+
+	tg.PushPrivate(telegramtest.User{ID: 42, FirstName: "Ada"}, "hello etcd")
+	tg.WaitUntil(t, 20*time.Second, "the answer", func() bool { return hasText(tg.BotMessages(42), "echo: hello etcd") })
+	cancel()
+	select {
+	case code := <-exited:
+		if code != 0 {
+			t.Fatalf("bot serve exited %d; log:\n%s", code, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("bot serve did not stop; log:\n%s", stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(path), "data", "golem.db")); err == nil {
+		t.Error("bot serve with an etcd store made a bbolt file too")
+	}
+	st, err := etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints, Prefix: "golem-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	conv, err := st.Conversation(store.NewKey("telegram", "", "42", ""))
+	if err != nil || conv.SessionID == "" {
+		t.Errorf("the conversation in etcd: %+v, %v; want its session", conv, err)
+	}
+	if offset, err := st.Load("telegram.offset"); err != nil || len(offset) == 0 {
+		t.Errorf("telegram.offset in etcd: %q, %v", offset, err)
+	}
+}
+
+// TestServeEtcdUnreachable: with no etcd at the store's endpoints, bot
+// serve exits 1 within 30 s, saying store: and where it looked.
+func TestServeEtcdUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	tg := telegramtest.New(t, telegramtest.Options{})
+	path := etcdConfig(t, tg, "etcd://"+addr+"/golem")
+	var stderr syncBuffer
+	start := time.Now()
+	code := run(context.Background(), []string{"serve", "--config", path}, nil, &stderr, &stderr)
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("bot serve took %v to give up", took)
+	}
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	if log := stderr.String(); !strings.Contains(log, "store: etcd "+addr) || !strings.Contains(log, "no answer within") {
+		t.Errorf("the error does not name the store and its endpoint:\n%s", log)
+	}
+}

@@ -1,0 +1,246 @@
+package etcdstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/golem-chat/golem/internal/etcdtest"
+	"github.com/golem-chat/golem/store"
+	"github.com/golem-chat/golem/store/etcdstore"
+	"github.com/golem-chat/golem/store/storetest"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// TestConformance runs the store suite against one etcd member, each test
+// under a prefix of its own.
+func TestConformance(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	var n atomic.Int64
+	storetest.Run(t, func(t *testing.T) func() (store.Store, error) {
+		prefix := fmt.Sprint("test", n.Add(1))
+		return func() (store.Store, error) {
+			return etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints, Prefix: prefix})
+		}
+	})
+}
+
+// TestConformanceThreeMembers runs the suite against a cluster of three,
+// where every write waits for a quorum.
+func TestConformanceThreeMembers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 3-member cluster")
+	}
+	c := etcdtest.Start(t, 3)
+	var n atomic.Int64
+	storetest.Run(t, func(t *testing.T) func() (store.Store, error) {
+		prefix := fmt.Sprint("test", n.Add(1))
+		return func() (store.Store, error) {
+			return etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints, Prefix: prefix})
+		}
+	})
+}
+
+func TestParseURL(t *testing.T) {
+	tests := []struct {
+		raw       string
+		endpoints []string
+		prefix    string
+		secure    bool
+		bad       bool
+	}{
+		{raw: "etcd://10.0.0.1:2379,10.0.0.2:2379/golem", endpoints: []string{"10.0.0.1:2379", "10.0.0.2:2379"}, prefix: "golem"},
+		{raw: "etcds://etcd.internal:2379/team/golem/", endpoints: []string{"etcd.internal:2379"}, prefix: "team/golem", secure: true},
+		{raw: "etcd://127.0.0.1:2379", endpoints: []string{"127.0.0.1:2379"}, prefix: "golem"},
+		{raw: "etcd://127.0.0.1/golem", bad: true},
+		{raw: "etcd://127.0.0.1:x/golem", bad: true},
+		{raw: "etcd://a:1,,b:2/golem", bad: true},
+		{raw: "etcd://u:p@127.0.0.1:2379/golem", bad: true},
+		{raw: "etcd://127.0.0.1:2379/golem?x=1", bad: true},
+		{raw: "http://127.0.0.1:2379/golem", bad: true},
+	}
+	for _, tt := range tests {
+		cfg, secure, err := etcdstore.ParseURL(tt.raw)
+		if tt.bad {
+			if err == nil {
+				t.Errorf("ParseURL(%q) = %+v, want an error", tt.raw, cfg)
+			}
+			continue
+		}
+		if err != nil || secure != tt.secure || cfg.Prefix != tt.prefix || !slices.Equal(cfg.Endpoints, tt.endpoints) {
+			t.Errorf("ParseURL(%q) = %+v, %t, %v; want %v %q %t", tt.raw, cfg, secure, err, tt.endpoints, tt.prefix, tt.secure)
+		}
+	}
+}
+
+// TestOpenChecksSchema: a prefix holding another golem's schema, or keys
+// that are not golem's, is refused with an error saying so; a sibling
+// prefix does not count.
+func TestOpenChecksSchema(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	cli := client(t, c)
+	ctx := context.Background()
+	for k, v := range map[string]string{
+		"newer/meta/schema": "99", "garbage/meta/schema": "one", "other/config": "x", "sibling2/x": "y",
+	} {
+		if _, err := cli.Put(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		prefix string
+		want   error // nil: opens
+		text   string
+	}{
+		{"newer", store.ErrSchemaTooNew, "schema version 99, this golem knows up to 1"},
+		{"garbage", store.ErrCorrupt, `unreadable schema version "one"`},
+		{"other", store.ErrCorrupt, `no schema marker, but a key "other/config"`},
+		{"sibling", nil, ""},
+	}
+	for _, tt := range tests {
+		s, err := etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints, Prefix: tt.prefix})
+		if tt.want == nil {
+			if err != nil {
+				t.Errorf("%s: %v", tt.prefix, err)
+				continue
+			}
+			s.Close()
+			continue
+		}
+		if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.text) || !strings.HasPrefix(err.Error(), "store: ") {
+			t.Errorf("%s: %v, want %v saying %q", tt.prefix, err, tt.want, tt.text)
+		}
+	}
+	// What Open wrote: the marker, once, read by every later Open.
+	resp, err := cli.Get(ctx, "sibling/meta/schema")
+	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "1" {
+		t.Fatalf("schema marker %+v, %v", resp, err)
+	}
+}
+
+// TestOpenUnreachable: no etcd at the endpoints fails Open within its
+// start timeout, naming the store and the endpoints.
+func TestOpenUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	start := time.Now()
+	_, err = etcdstore.Open(etcdstore.Config{Endpoints: []string{addr}, Prefix: "golem", StartTimeout: time.Second})
+	if err == nil {
+		t.Fatal("opened a store with no etcd")
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Open took %v with a start timeout of 1 s", took)
+	}
+	if !strings.HasPrefix(err.Error(), "store: etcd "+addr) || !strings.Contains(err.Error(), "no answer within 1s") {
+		t.Errorf("error %q does not name the store, the endpoint and the wait", err)
+	}
+}
+
+// TestTwoStoresShareOnePrefix is two replicas' view of one prefix: an
+// event id is first for exactly one of them, and their updates of one
+// conversation never undo each other's.
+func TestTwoStoresShareOnePrefix(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	var stores [2]store.Store
+	for i := range stores {
+		s, err := etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints, Prefix: "shared"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores[i] = s
+	}
+	key := store.NewKey("slack", "T", "C", "")
+	var firsts atomic.Int64
+	var wg sync.WaitGroup
+	for i, s := range stores {
+		for w := range 4 {
+			wg.Go(func() {
+				for e := range 20 {
+					first, err := s.MarkSeen(fmt.Sprint("slack:Ev", e), time.Hour)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if first {
+						firsts.Add(1)
+					}
+				}
+				field := fmt.Sprint(i, w)
+				if err := s.UpdateConversation(key, func(c *store.Conversation) bool {
+					c.SessionID += "," + field
+					return true
+				}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if n := firsts.Load(); n != 20 {
+		t.Errorf("20 event ids were first %d times across two stores, want 20", n)
+	}
+	conv, err := stores[1].Conversation(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parts := strings.Split(strings.TrimPrefix(conv.SessionID, ","), ","); len(parts) != 8 {
+		t.Errorf("8 updates left %q: some undid others", conv.SessionID)
+	}
+}
+
+// TestSeenIDsAreLeased: seen ids are kept under a lease that outlives
+// their ttl, so etcd drops them; one lease serves many ids.
+func TestSeenIDsAreLeased(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s, err := etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints, Prefix: "lease"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for e := range 5 {
+		if _, err := s.MarkSeen(fmt.Sprint("e", e), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cli := client(t, c)
+	resp, err := cli.Get(context.Background(), "lease/seen/", clientv3.WithPrefix())
+	if err != nil || len(resp.Kvs) != 5 {
+		t.Fatalf("seen keys %+v, %v", resp, err)
+	}
+	lease := resp.Kvs[0].Lease
+	for _, kv := range resp.Kvs {
+		if kv.Lease == 0 || kv.Lease != lease {
+			t.Fatalf("seen id %s has lease %x, want one lease for all (%x)", kv.Key, kv.Lease, lease)
+		}
+	}
+	ttl, err := cli.TimeToLive(context.Background(), clientv3.LeaseID(lease))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := time.Duration(ttl.TTL) * time.Second; left < time.Hour || left > 2*time.Hour {
+		t.Errorf("the lease ends in %v, want after the ids' hour and not long after", left)
+	}
+}
+
+func client(t *testing.T, c *etcdtest.Cluster) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}

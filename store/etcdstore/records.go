@@ -1,0 +1,285 @@
+package etcdstore
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/golem-chat/golem/store"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// convRecord is a Conversation as stored: short JSON names, empty fields
+// left out, the time in unix nanoseconds (the bbolt backend's record too).
+type convRecord struct {
+	Engine    string `json:"e,omitempty"`
+	Model     string `json:"m,omitempty"`
+	SessionID string `json:"s,omitempty"`
+	LastUsed  int64  `json:"u,omitempty"`
+}
+
+func (s *Store) convKey(k store.Key) string { return s.prefix + "conv/" + k.String() }
+
+func decodeConversation(key store.Key, kv *mvccpb.KeyValue) (store.Conversation, error) {
+	c := store.Conversation{Key: key}
+	if kv == nil {
+		return c, nil
+	}
+	var r convRecord
+	if err := json.Unmarshal(kv.Value, &r); err != nil {
+		return c, fmt.Errorf("%w: conversation %q: %w", store.ErrCorrupt, key, err)
+	}
+	c.Engine, c.Model, c.SessionID = r.Engine, r.Model, r.SessionID
+	if r.LastUsed != 0 {
+		c.LastUsed = time.Unix(0, r.LastUsed)
+	}
+	return c, nil
+}
+
+func encodeConversation(c store.Conversation) []byte {
+	if c.LastUsed.IsZero() {
+		c.LastUsed = time.Now()
+	}
+	raw, _ := json.Marshal(convRecord{Engine: c.Engine, Model: c.Model, SessionID: c.SessionID, LastUsed: c.LastUsed.UnixNano()})
+	return raw
+}
+
+// Conversation implements store.Conversations.
+func (s *Store) Conversation(key store.Key) (store.Conversation, error) {
+	ctx, cancel, err := s.call()
+	if err != nil {
+		return store.Conversation{Key: key}, s.fail("read conversation", err)
+	}
+	defer cancel()
+	resp, err := s.cli.Get(ctx, s.convKey(key))
+	if err != nil {
+		return store.Conversation{Key: key}, s.fail("read conversation", err)
+	}
+	var kv *mvccpb.KeyValue
+	if len(resp.Kvs) > 0 {
+		kv = resp.Kvs[0]
+	}
+	c, err := decodeConversation(key, kv)
+	if err != nil {
+		return store.Conversation{Key: key}, s.fail("read conversation", err)
+	}
+	return c, nil
+}
+
+// SaveConversation implements store.Conversations.
+func (s *Store) SaveConversation(c store.Conversation) error {
+	if c.Key.IsZero() {
+		return errors.New("store: save conversation: empty key")
+	}
+	ctx, cancel, err := s.call()
+	if err != nil {
+		return s.fail("save conversation", err)
+	}
+	defer cancel()
+	if err := s.put(ctx, s.convKey(c.Key), encodeConversation(c)); err != nil {
+		return s.fail("save conversation", err)
+	}
+	return nil
+}
+
+// UpdateConversation implements store.Conversations: it reads the record,
+// and writes fn's change if the record's mod revision is still the one
+// read (0: still absent), retrying otherwise.
+func (s *Store) UpdateConversation(key store.Key, fn func(c *store.Conversation) bool) error {
+	if key.IsZero() {
+		return errors.New("store: update conversation: empty key")
+	}
+	ctx, cancel, err := s.call()
+	if err != nil {
+		return s.fail("update conversation", err)
+	}
+	defer cancel()
+	k := s.convKey(key)
+	resp, err := s.cli.Get(ctx, k)
+	for range maxRetries {
+		if err != nil {
+			return s.fail("update conversation", err)
+		}
+		var kv *mvccpb.KeyValue
+		var rev int64
+		if len(resp.Kvs) > 0 {
+			kv, rev = resp.Kvs[0], resp.Kvs[0].ModRevision
+		}
+		c, err := decodeConversation(key, kv)
+		if err != nil {
+			return s.fail("update conversation", err)
+		}
+		if !fn(&c) {
+			return nil
+		}
+		t, err := s.txn(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", rev)},
+			[]clientv3.Op{clientv3.OpPut(k, string(encodeConversation(c)))}, clientv3.OpGet(k))
+		if err != nil {
+			return s.fail("update conversation", err)
+		}
+		if t.Succeeded {
+			return nil
+		}
+		resp = (*clientv3.GetResponse)(t.Responses[0].GetResponseRange())
+	}
+	return s.fail("update conversation", fmt.Errorf("%d writers came between the read and the write", maxRetries))
+}
+
+// ClearSession implements store.Conversations.
+func (s *Store) ClearSession(key store.Key) error {
+	return s.UpdateConversation(key, func(c *store.Conversation) bool {
+		if c.SessionID == "" {
+			return false
+		}
+		c.SessionID = ""
+		return true
+	})
+}
+
+// BeginTurn implements store.Turns.
+func (s *Store) BeginTurn(t store.InFlight) error {
+	if t.ID == "" {
+		return errors.New("store: begin turn: empty id")
+	}
+	return s.putJSON("begin turn", s.prefix+"turns/"+t.ID, t)
+}
+
+// EndTurn implements store.Turns.
+func (s *Store) EndTurn(id string) error {
+	if id == "" {
+		return errors.New("store: end turn: empty id")
+	}
+	ctx, cancel, err := s.call()
+	if err != nil {
+		return s.fail("end turn", err)
+	}
+	defer cancel()
+	if err := s.remove(ctx, s.prefix+"turns/"+id); err != nil {
+		return s.fail("end turn", err)
+	}
+	return nil
+}
+
+// InFlightTurns implements store.Turns.
+func (s *Store) InFlightTurns() ([]store.InFlight, error) {
+	turns, err := list[store.InFlight](s, "turns/")
+	if err != nil {
+		return nil, s.fail("list turns in flight", err)
+	}
+	slices.SortStableFunc(turns, func(a, b store.InFlight) int {
+		return cmp.Or(a.Started.Compare(b.Started), cmp.Compare(a.ID, b.ID))
+	})
+	return turns, nil
+}
+
+// SaveApproval implements store.ApprovalLog.
+func (s *Store) SaveApproval(a store.Approval) error {
+	if a.ID == "" {
+		return errors.New("store: save approval: empty id")
+	}
+	return s.putJSON("save approval", s.prefix+"approvals/"+a.ID, a)
+}
+
+// Approvals implements store.ApprovalLog. It reads every record in one
+// range read; the audit trail is small records, one per permission asked.
+func (s *Store) Approvals(pending bool) ([]store.Approval, error) {
+	all, err := list[store.Approval](s, "approvals/")
+	if err != nil {
+		return nil, s.fail("read approvals", err)
+	}
+	out := all[:0]
+	for _, a := range all {
+		if !pending || a.Decision == "" {
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Approval) int {
+		return cmp.Or(a.Asked.Compare(b.Asked), cmp.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+// putJSON writes v as JSON under key.
+func (s *Store) putJSON(op, key string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	ctx, cancel, err := s.call()
+	if err != nil {
+		return s.fail(op, err)
+	}
+	defer cancel()
+	if err := s.put(ctx, key, raw); err != nil {
+		return s.fail(op, err)
+	}
+	return nil
+}
+
+// list reads the JSON records under the prefix's dir.
+func list[T any](s *Store, dir string) ([]T, error) {
+	ctx, cancel, err := s.call()
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	resp, err := s.cli.Get(ctx, s.prefix+dir, clientv3.WithPrefix())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		var v T
+		if err := json.Unmarshal(kv.Value, &v); err != nil {
+			return nil, fmt.Errorf("%w: %q: %w", store.ErrCorrupt, kv.Key, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// Load implements store.State.
+func (s *Store) Load(key string) ([]byte, error) {
+	ctx, cancel, err := s.call()
+	if err != nil {
+		return nil, s.fail("load "+key, err)
+	}
+	defer cancel()
+	resp, err := s.cli.Get(ctx, s.prefix+"state/"+key)
+	if err != nil {
+		return nil, s.fail("load "+key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, nil
+	}
+	return append([]byte{}, resp.Kvs[0].Value...), nil // empty, not nil, for an empty value
+}
+
+// Save implements store.State.
+func (s *Store) Save(key string, value []byte) error {
+	if key == "" {
+		return errors.New("store: save: empty key")
+	}
+	if len(value) > store.MaxValue {
+		return fmt.Errorf("store: save %s: %w: %d bytes, at most %d", key, store.ErrTooLarge, len(value), store.MaxValue)
+	}
+	ctx, cancel, err := s.call()
+	if err != nil {
+		return s.fail("save "+key, err)
+	}
+	defer cancel()
+	k := s.prefix + "state/" + key
+	if value == nil {
+		err = s.remove(ctx, k)
+	} else {
+		err = s.put(ctx, k, value)
+	}
+	if err != nil {
+		return s.fail("save "+key, err)
+	}
+	return nil
+}
