@@ -20,6 +20,14 @@ const wait = 10 * time.Second
 // test ends. It waits for the gateway handshake.
 func startAdapter(t testing.TB, fake *discordtest.Server, opts Options, h core.Handler) *Adapter {
 	t.Helper()
+	a := newAdapter(t, fake, opts)
+	startAdapterWith(t, fake, a, h)
+	return a
+}
+
+// newAdapter is an adapter for fake, not started.
+func newAdapter(t testing.TB, fake *discordtest.Server, opts Options) *Adapter {
+	t.Helper()
 	opts.Token = fake.Options().BotToken
 	opts.APIURL = fake.URL()
 	if opts.Logger == nil {
@@ -29,12 +37,12 @@ func startAdapter(t testing.TB, fake *discordtest.Server, opts Options, h core.H
 	if err != nil {
 		t.Fatal(err)
 	}
-	startAdapterWith(t, fake, a, h)
 	return a
 }
 
 // startAdapterWith starts a with h, waits for the handshake and the
-// command registration, and stops it when the test ends.
+// command registration, and stops it when the test ends: Start must then
+// return, its gateway socket closed.
 func startAdapterWith(t testing.TB, fake *discordtest.Server, a *Adapter, h core.Handler) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -46,6 +54,9 @@ func startAdapterWith(t testing.TB, fake *discordtest.Server, a *Adapter, h core
 		case err := <-done:
 			if err != nil {
 				t.Errorf("Start: %v", err)
+			}
+			if !fake.Wait(wait, func(v discordtest.View) bool { return v.Sockets() == 0 }) {
+				t.Errorf("a gateway socket outlived Start")
 			}
 		case <-time.After(wait):
 			t.Errorf("Start did not return after cancel")
@@ -199,15 +210,28 @@ func TestSlashCommandsAreDeferredAtOnce(t *testing.T) {
 	}
 }
 
-// TestGatewayRecovers: events sent around an op 7, a dropped socket and an
-// op 9 all arrive, by RESUME replay or a new IDENTIFY.
+// TestGatewayRecovers: after each way a connection ends (op 7, a dropped
+// socket, a zombie connection whose heartbeats go unanswered, op 9 with
+// d=true) the adapter resumes the session once, on its resume_gateway_url,
+// with one socket open, and the messages sent while it was away are
+// replayed and reach the handler each once and in order; after op 9 with
+// d=false it identifies once afresh and hears what comes next.
 func TestGatewayRecovers(t *testing.T) {
-	fake := newFake(t, discordtest.Options{})
-	rec := make(recorder, 8)
-	startAdapter(t, fake, Options{}, rec)
+	// A heartbeat every second: a gateway goroutine held up for longer than
+	// an interval (a loaded machine) reads the ACK late and resumes once
+	// more than the test counts.
+	fake := newFake(t, discordtest.Options{HeartbeatInterval: time.Second})
+	rec := make(recorder, 16)
+	a := newAdapter(t, fake, Options{})
+	a.identifyWait = 50 * time.Millisecond // Discord's 1 to 5 s, shortened
+	startAdapterWith(t, fake, a, rec)
 	bot := fake.Options().BotUserID
 	post := func(text string) {
 		fake.Post(discordtest.UserMessage{Channel: "c1", Guild: "g1", User: "u1", Content: "<@" + bot + "> " + text, Mentions: []string{bot}})
+	}
+	counts := func() (identifies, resumes int) {
+		fake.Wait(wait, func(v discordtest.View) bool { identifies, resumes = v.Identifies(), v.Resumes(); return true })
+		return
 	}
 	for _, tt := range []struct {
 		name   string
@@ -215,32 +239,71 @@ func TestGatewayRecovers(t *testing.T) {
 	}{
 		{"op 7", fake.Reconnect},
 		{"dropped socket", fake.Drop},
+		{"zombie", fake.Zombie},
+		{"op 9 resumable", fake.InvalidResumable},
+		{"close 4000", func() { fake.CloseWith(4000) }},
 	} {
-		var before int
-		fake.Wait(wait, func(v discordtest.View) bool { before = v.Resumes(); return true })
+		identifies, resumes := counts()
 		tt.break_()
-		post("after " + tt.name) // queued while the client is away: replayed on RESUME
+		for i := 1; i <= 3; i++ {
+			post(fmt.Sprintf("after %s %d", tt.name, i)) // kept while the client is away: replayed on RESUME
+		}
+		for i := 1; i <= 3; i++ {
+			if m, want := rec.next(t), fmt.Sprintf("after %s %d", tt.name, i); m.Text != want {
+				t.Fatalf("%s: got %q, want %q", tt.name, m.Text, want)
+			}
+		}
+		if !fake.Wait(wait, func(v discordtest.View) bool {
+			return v.Connected() && v.Sockets() == 1 && v.Resumes() == resumes+1 && v.Identifies() == identifies
+		}) {
+			i, r := counts()
+			t.Fatalf("%s: %d RESUMEs and %d IDENTIFYs, want one RESUME and no IDENTIFY", tt.name, r-resumes, i-identifies)
+		}
+	}
+	for _, tt := range []struct {
+		name   string
+		break_ func()
+	}{
+		{"op 9", fake.InvalidSession},
+		{"close 4009", func() { fake.CloseWith(4009) }},
+	} {
+		identifies, resumes := counts()
+		tt.break_()
+		if !fake.Wait(wait, func(v discordtest.View) bool {
+			return v.Connected() && v.Sockets() == 1 && v.Identifies() == identifies+1 && v.Resumes() == resumes
+		}) {
+			i, r := counts()
+			t.Fatalf("after %s: %d IDENTIFYs and %d RESUMEs, want one IDENTIFY", tt.name, i-identifies, r-resumes)
+		}
+		post("after " + tt.name)
 		if m := rec.next(t); m.Text != "after "+tt.name {
-			t.Fatalf("%s: got %q", tt.name, m.Text)
-		}
-		// Each break is recovered by a RESUME. discordgo may reconnect from
-		// two goroutines at once (as with IDENTIFY below), so a break can
-		// bring two; what matters is that it brought one and is connected.
-		if !fake.Wait(wait, func(v discordtest.View) bool { return v.Connected() && v.Resumes() > before }) {
-			t.Fatalf("%s: not reconnected by a RESUME", tt.name)
+			t.Fatalf("after %s: got %q", tt.name, m.Text)
 		}
 	}
-	// discordgo sometimes reconnects a dropped socket from two goroutines
-	// at once, identifying once more than needed; count from here.
-	var identifies int
-	fake.Wait(wait, func(v discordtest.View) bool { identifies = v.Identifies(); return true })
-	fake.InvalidSession()
-	if !fake.Wait(wait, func(v discordtest.View) bool { return v.Connected() && v.Identifies() > identifies }) {
-		t.Fatal("no new IDENTIFY after op 9")
+	post("last")
+	if m := rec.next(t); m.Text != "last" {
+		t.Fatalf("got %q, want the last message: a replayed one came twice", m.Text)
 	}
-	post("after op 9")
-	if m := rec.next(t); m.Text != "after op 9" {
-		t.Fatalf("after op 9: got %q", m.Text)
+}
+
+// TestStartEndsWhenRefusedLater: a close with 4004 after the bot was
+// connected ends Start with the error instead of reconnecting.
+func TestStartEndsWhenRefusedLater(t *testing.T) {
+	fake := newFake(t, discordtest.Options{})
+	a := newAdapter(t, fake, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- a.Start(ctx, make(recorder, 1)) }()
+	if !fake.Wait(wait, func(v discordtest.View) bool { return v.Connected() }) {
+		t.Fatal("not connected")
+	}
+	fake.CloseWith(4004)
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "4004") {
+		t.Errorf("Start = %v, want the token rejected (4004)", err)
+	}
+	if !fake.Wait(wait, func(v discordtest.View) bool { return v.Sockets() == 0 && v.Identifies() == 1 }) {
+		t.Error("the adapter connected again after 4004")
 	}
 }
 

@@ -7,8 +7,10 @@
 // core.Historian it tells a turn what was said before its message: the
 // chain of replies and the messages since the bot's last answer.
 //
-// It uses github.com/bwmarrin/discordgo for the gateway and REST, pointed
-// at Options.APIURL by an HTTP transport that rewrites Discord's host.
+// It uses github.com/bwmarrin/discordgo for REST, pointed at
+// Options.APIURL by an HTTP transport that rewrites Discord's host, and its
+// types for the gateway's events; the gateway connection itself (resume,
+// heartbeat, reconnect) is the adapter's own, see gateway.go.
 package discord
 
 import (
@@ -53,11 +55,6 @@ type Options struct {
 	// default 15 minutes. After it (less a small margin) the answer goes on
 	// with bot-token channel messages.
 	TokenLife time.Duration
-	// GatewayTimeout is how long the gateway may stay silent (no HELLO,
-	// READY, event or heartbeat ACK) before the connection is dropped and
-	// resumed; default 2 minutes (Discord acknowledges a heartbeat about
-	// every 41 s).
-	GatewayTimeout time.Duration
 	// MaxUpload is the largest file Upload takes, in bytes; default and at
 	// most MaxUpload (what a server without boosts takes).
 	MaxUpload int64
@@ -71,6 +68,12 @@ type Adapter struct {
 	budget  *budget
 	retry   retry.Policy
 	http    *http.Client // for attachment downloads
+
+	dialer       *websocket.Dialer
+	gatewayRetry retry.Policy
+	// identifyWait bounds the wait before a fresh IDENTIFY after Discord
+	// ended the session: a random 1/5 of it to all of it (1 to 5 s).
+	identifyWait time.Duration
 
 	mu           sync.Mutex
 	handler      core.Handler
@@ -131,9 +134,6 @@ func New(opts Options) (*Adapter, error) {
 	if opts.TokenLife <= 0 {
 		opts.TokenLife = 15 * time.Minute
 	}
-	if opts.GatewayTimeout <= 0 {
-		opts.GatewayTimeout = 2 * time.Minute
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -146,6 +146,8 @@ func New(opts Options) (*Adapter, error) {
 		opts:         opts,
 		log:          log,
 		retry:        newPolicy(log),
+		gatewayRetry: gatewayPolicy(log),
+		identifyWait: 5 * time.Second,
 		session:      s,
 		budget:       newBudget(opts.ChannelLimit, opts.ChannelWindow),
 		interactions: map[string]*interaction{},
@@ -158,29 +160,13 @@ func New(opts Options) (*Adapter, error) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	s.Client = &http.Client{Timeout: 30 * time.Second, Transport: rewrite{base: base, next: transport}}
 	a.http = &http.Client{Timeout: 2 * time.Minute, Transport: transport}
-	s.Dialer = &websocket.Dialer{
-		Proxy:            http.ProxyFromEnvironment,
-		HandshakeTimeout: 15 * time.Second,
-		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := (&net.Dialer{Timeout: 15 * time.Second}).DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return idleConn{Conn: c, idle: opts.GatewayTimeout}, nil
-		},
-	}
-	s.Identify.Intents = Intents
+	a.dialer = &websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: 15 * time.Second,
+		NetDialContext: (&net.Dialer{Timeout: 15 * time.Second}).DialContext}
 	s.StateEnabled = false
-	s.SyncEvents = true              // handlers only hand events on, in order
 	s.ShouldRetryOnRateLimit = false // Adapter.request honours 429s with a context and a bound
 	s.MaxRestRetries = 0             // and retries 5xx itself
 	s.LogLevel = discordgo.LogError  // warnings print whole events, message contents included
 	logOnce.Do(func() { discordgo.Logger = sdkLog })
-	s.AddHandler(a.onReady)
-	s.AddHandler(func(*discordgo.Session, *discordgo.Disconnect) { a.log.Info("gateway disconnected") })
-	s.AddHandler(func(*discordgo.Session, *discordgo.Resumed) { a.log.Info("gateway session resumed") })
-	s.AddHandler(a.onMessage)
-	s.AddHandler(a.onInteraction)
 	return a, nil
 }
 
@@ -194,19 +180,6 @@ func sdkLog(msgL, _ int, format string, a ...any) {
 		return
 	}
 	slog.Default().Warn("discordgo: "+fmt.Sprintf(format, a...), "platform", "discord")
-}
-
-// idleConn drops a gateway connection that stays silent longer than idle:
-// discordgo waits for HELLO and READY without a timeout, and a dead TCP
-// connection can go unnoticed for long.
-type idleConn struct {
-	net.Conn
-	idle time.Duration
-}
-
-func (c idleConn) Read(p []byte) (int, error) {
-	_ = c.Conn.SetReadDeadline(time.Now().Add(c.idle))
-	return c.Conn.Read(p)
 }
 
 // Platform implements core.Adapter.
@@ -228,10 +201,11 @@ func (a *Adapter) Limits() core.Limits {
 func (a *Adapter) Measure(markdown string) int { return Measure(markdown) }
 
 // Start connects to the gateway, registers the slash commands and delivers
-// messages to h until ctx is cancelled. discordgo reconnects and resumes
-// by itself after op 7, op 9 and dropped sockets. Start returns an error
-// when the bot cannot connect for good (a bad token, intents not enabled)
-// and nil after ctx ends.
+// messages to h until ctx is cancelled, reconnecting and resuming after
+// op 7, op 9, dropped sockets and unacknowledged heartbeats (see
+// runGateway). Start returns an error when the bot cannot connect for good
+// (a bad token, intents not enabled) and nil after ctx ends; either way no
+// connection, heartbeat or retry of its own outlives it.
 func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
 	a.mu.Lock()
 	if a.started {
@@ -242,30 +216,22 @@ func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
 	a.mu.Unlock()
 	defer a.in.Close() // after the gateway is closed: no event comes later
 
-	for attempt := 1; ; attempt++ {
-		err := a.session.Open()
-		if err == nil {
-			break
-		}
-		if fatal := fatalGatewayError(err); fatal != nil {
-			a.stop()
-			return fatal
-		}
-		a.log.Warn("connect to gateway", "attempt", attempt, "err", err)
-		if retry.Wait(ctx, min(time.Duration(attempt)*time.Second, 30*time.Second)) != nil {
-			a.stop()
-			return nil
-		}
-	}
-	if err := a.registerCommands(ctx); err != nil && ctx.Err() == nil {
-		a.log.Error("register slash commands", "err", err)
-	}
-	<-ctx.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	var registering sync.WaitGroup
+	defer registering.Wait()
+	defer cancel() // a fatal error ends the registration too
+	err := a.runGateway(ctx, func() {
+		// The gateway goes on being read (heartbeat ACKs, events) meanwhile.
+		registering.Add(1)
+		go func() {
+			defer registering.Done()
+			if err := a.registerCommands(ctx); err != nil && ctx.Err() == nil {
+				a.log.Error("register slash commands", "err", err)
+			}
+		}()
+	})
 	a.stop()
-	if err := a.session.Close(); err != nil {
-		a.log.Debug("close gateway", "err", err)
-	}
-	return nil
+	return err
 }
 
 func (a *Adapter) stop() {
@@ -281,6 +247,8 @@ func fatalGatewayError(err error) error {
 		switch ce.Code {
 		case 4004:
 			return fmt.Errorf("discord: the bot token was rejected (gateway close 4004): %w", err)
+		case 4010, 4011, 4012:
+			return fmt.Errorf("discord: the gateway refused the connection (close %d): %w", ce.Code, err)
 		case 4013, 4014:
 			return fmt.Errorf("discord: intents not allowed (gateway close %d): enable the MESSAGE CONTENT intent for the bot in the developer portal: %w", ce.Code, err)
 		}
@@ -291,7 +259,7 @@ func fatalGatewayError(err error) error {
 	return nil
 }
 
-func (a *Adapter) onReady(_ *discordgo.Session, r *discordgo.Ready) {
+func (a *Adapter) onReady(r *discordgo.Ready) {
 	a.mu.Lock()
 	if r.User != nil {
 		a.botID = r.User.ID

@@ -84,13 +84,6 @@ func (a *Adapter) replay() {
 	})
 }
 
-// onMessage takes a MESSAGE_CREATE; see take.
-func (a *Adapter) onMessage(_ *discordgo.Session, e *discordgo.MessageCreate) {
-	if e.Message != nil {
-		a.take(e.Message)
-	}
-}
-
 // take turns a message that is addressed to the bot (a DM, an @mention,
 // or a reply to one of its messages) into a core.Message. The bot's own
 // messages, other bots', webhooks' and system messages are ignored, and so
@@ -101,7 +94,7 @@ func (a *Adapter) onMessage(_ *discordgo.Session, e *discordgo.MessageCreate) {
 // again once its sequence has passed), prepared on a goroutine of its own
 // and struck once handed on. take reports whether m is to stay in the
 // journal (Replay strikes the others). Called on the gateway's goroutine
-// only (SyncEvents), in the order events come.
+// only, in the order events come.
 func (a *Adapter) take(m *discordgo.Message) bool {
 	_, _, botID := a.running()
 	if botID == "" || m.Author == nil || m.Author.ID == botID || m.Author.Bot || m.WebhookID != "" {
@@ -168,13 +161,12 @@ func (a *Adapter) take(m *discordgo.Message) bool {
 // onInteraction answers a slash command: it defers the interaction at once
 // (ephemerally for every command but /ask, whose answer is public), then
 // hands "/name args" (or /ask's prompt) to the handler.
-func (a *Adapter) onInteraction(_ *discordgo.Session, e *discordgo.InteractionCreate) {
-	in := e.Interaction
-	if in != nil && in.Type == discordgo.InteractionMessageComponent {
+func (a *Adapter) onInteraction(in *discordgo.Interaction) {
+	if in.Type == discordgo.InteractionMessageComponent {
 		a.onComponent(in)
 		return
 	}
-	if in == nil || in.Type != discordgo.InteractionApplicationCommand {
+	if in.Type != discordgo.InteractionApplicationCommand {
 		return
 	}
 	user := clicker(in)

@@ -5,16 +5,34 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gorilla/websocket"
 )
 
+// The gateway is as strict as Discord's, and in one point stricter:
+//
+//   - the first frame is HELLO; the client must IDENTIFY (op 2) or RESUME
+//     (op 6) before anything but heartbeats (close 4003), and only once a
+//     connection (close 4005); an unknown opcode closes with 4001;
+//   - every heartbeat (op 1) is answered with op 11, except on a
+//     connection made a zombie (Zombie), which answers nothing and gets no
+//     events, as a link dead one way would;
+//   - READY carries session_id and resume_gateway_url; a RESUME is
+//     accepted only there (stricter than Discord, which disconnects
+//     clients that resume elsewhere more often), with the session's id and
+//     a sequence number it has sent (else op 9 d=false, or close 4007 for a
+//     number from the future), and replays every dispatch after that number
+//     before RESUMED;
+//   - after op 9 with d=false (InvalidSession) the session is gone: only a
+//     fresh IDENTIFY gets a new one, whose numbers start again at 1.
+
 // gateway is the fake's gateway state, guarded by Server.mu.
 type gateway struct {
 	conn       *websocket.Conn // the connection events go to; nil when none
 	ready      bool
-	all        map[*websocket.Conn]bool
+	all        map[*websocket.Conn]*client
 	sessionID  string
 	seq        int64
 	log        []frame // this session's dispatches, for RESUME replay
@@ -22,6 +40,14 @@ type gateway struct {
 	resumes    int
 	intents    int
 	sessions   int
+	heartbeats int
+}
+
+// client is one gateway connection's state.
+type client struct {
+	resumeURL bool // dialled at the session's resume_gateway_url
+	authed    bool // identified or resumed
+	zombie    bool // answers nothing and gets nothing (Zombie)
 }
 
 type frame struct {
@@ -33,7 +59,7 @@ type frame struct {
 	data any
 }
 
-func (g *gateway) init() { g.all = map[*websocket.Conn]bool{} }
+func (g *gateway) init() { g.all = map[*websocket.Conn]*client{} }
 
 func (g *gateway) snapshot() map[*websocket.Conn]bool {
 	out := map[*websocket.Conn]bool{}
@@ -60,13 +86,30 @@ func send(c *websocket.Conn, op int, t string, seq int64, d any) error {
 	return c.WriteJSON(f)
 }
 
+// closeWith sends a close frame with code and ends the connection. Call
+// with s.mu held.
+func closeWith(c *websocket.Conn, code int, text string) error {
+	_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
+	return net.ErrClosed
+}
+
+func (s *Server) serveResumeGateway(w http.ResponseWriter, r *http.Request) {
+	s.serve(w, r, true)
+}
+
 func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
+	s.serve(w, r, false)
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, resumeURL bool) {
 	c, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return
 	}
+	cl := &client{resumeURL: resumeURL}
 	s.mu.Lock()
-	s.gw.all[c] = true
+	s.gw.all[c] = cl
+	s.notify()
 	err = send(c, 10, "", 0, map[string]any{"heartbeat_interval": s.opts.HeartbeatInterval.Milliseconds()})
 	s.mu.Unlock()
 	defer func() {
@@ -91,13 +134,27 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.mu.Lock()
-		switch in.Op {
-		case 1:
+		switch {
+		case cl.zombie:
+		case in.Op == 1:
+			s.gw.heartbeats++
 			err = send(c, 11, "", 0, nil)
-		case 2:
-			err = s.identify(c, in.D)
-		case 6:
-			err = s.resume(c, in.D)
+		case in.Op == 2 || in.Op == 6:
+			if cl.authed {
+				err = closeWith(c, 4005, "Already authenticated.")
+				break
+			}
+			if in.Op == 2 {
+				err = s.identify(c, cl, in.D)
+			} else {
+				err = s.resume(c, cl, in.D)
+			}
+		case in.Op == 3 || in.Op == 4 || in.Op == 8:
+			if !cl.authed {
+				err = closeWith(c, 4003, "Not authenticated.")
+			}
+		default:
+			err = closeWith(c, 4001, "Unknown opcode.")
 		}
 		s.mu.Unlock()
 		if err != nil {
@@ -107,15 +164,14 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 }
 
 // identify starts a new session on c. Call with s.mu held.
-func (s *Server) identify(c *websocket.Conn, d json.RawMessage) error {
+func (s *Server) identify(c *websocket.Conn, cl *client, d json.RawMessage) error {
 	var id struct {
 		Token   string `json:"token"`
 		Intents int    `json:"intents"`
 	}
 	_ = json.Unmarshal(d, &id)
 	if id.Token != "Bot "+s.opts.BotToken && id.Token != s.opts.BotToken {
-		_ = c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(4004, "Authentication failed."))
-		return net.ErrClosed
+		return closeWith(c, 4004, "Authentication failed.")
 	}
 	g := &s.gw
 	g.identifies++
@@ -124,31 +180,40 @@ func (s *Server) identify(c *websocket.Conn, d json.RawMessage) error {
 	g.sessionID = "session-" + strconv.Itoa(g.sessions)
 	g.seq = 0
 	g.log = nil
-	g.conn, g.ready = c, true
+	g.conn, g.ready, cl.authed = c, true, true
 	s.notify()
 	return s.dispatchLocked("READY", map[string]any{
-		"v":           9,
-		"session_id":  g.sessionID,
-		"user":        map[string]any{"id": s.opts.BotUserID, "username": s.opts.BotName, "bot": true},
-		"application": map[string]any{"id": s.opts.AppID},
-		"guilds":      []any{},
+		"v":                  9,
+		"session_id":         g.sessionID,
+		"resume_gateway_url": "ws" + strings.TrimPrefix(s.hs.URL, "http") + "/resume-gateway",
+		"user":               map[string]any{"id": s.opts.BotUserID, "username": s.opts.BotName, "bot": true},
+		"application":        map[string]any{"id": s.opts.AppID},
+		"guilds":             []any{},
 	})
 }
 
 // resume continues the session on c, replaying what the client missed, or
-// answers op 9 when the session is unknown. Call with s.mu held.
-func (s *Server) resume(c *websocket.Conn, d json.RawMessage) error {
+// answers op 9 when the session cannot be resumed there. Call with s.mu
+// held.
+func (s *Server) resume(c *websocket.Conn, cl *client, d json.RawMessage) error {
 	var rs struct {
+		Token     string `json:"token"`
 		SessionID string `json:"session_id"`
 		Seq       int64  `json:"seq"`
 	}
 	_ = json.Unmarshal(d, &rs)
+	if rs.Token != "Bot "+s.opts.BotToken && rs.Token != s.opts.BotToken {
+		return closeWith(c, 4004, "Authentication failed.")
+	}
 	g := &s.gw
-	if rs.SessionID == "" || rs.SessionID != g.sessionID {
+	if rs.SessionID == "" || rs.SessionID != g.sessionID || !cl.resumeURL {
 		return send(c, 9, "", 0, false)
 	}
+	if rs.Seq > g.seq {
+		return closeWith(c, 4007, "Invalid seq.")
+	}
 	g.resumes++
-	g.conn, g.ready = c, true
+	g.conn, g.ready, cl.authed = c, true, true
 	for _, f := range g.log {
 		if f.seq > rs.Seq {
 			if err := send(c, 0, f.T, f.seq, f.data); err != nil {
@@ -166,7 +231,7 @@ func (s *Server) dispatchLocked(t string, d any) error {
 	g := &s.gw
 	g.seq++
 	g.log = append(g.log, frame{T: t, seq: g.seq, data: d})
-	if g.conn == nil || !g.ready {
+	if g.conn == nil || !g.ready || g.all[g.conn] == nil || g.all[g.conn].zombie {
 		return nil
 	}
 	return send(g.conn, 0, t, g.seq, d)
@@ -192,8 +257,9 @@ func (s *Server) Reconnect() {
 	}
 }
 
-// InvalidSession sends op 9 (not resumable) to the connected client; it is
-// expected to IDENTIFY again.
+// InvalidSession sends op 9 with d=false to the connected client and ends
+// its session: it is expected to IDENTIFY again, and nothing of the old
+// session is replayed.
 func (s *Server) InvalidSession() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -204,12 +270,56 @@ func (s *Server) InvalidSession() {
 	}
 }
 
+// InvalidResumable sends op 9 with d=true: the session stays, and the
+// client is expected to RESUME it.
+func (s *Server) InvalidResumable() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gw.conn != nil {
+		_ = send(s.gw.conn, 9, "", 0, true)
+		s.gw.ready = false
+	}
+}
+
 // Drop closes the client's socket without a close frame, as a network
 // failure would; the client is expected to reconnect and RESUME.
 func (s *Server) Drop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c := s.gw.conn; c != nil {
+		s.gw.conn, s.gw.ready = nil, false
+		_ = c.UnderlyingConn().Close()
+		s.notify()
+	}
+}
+
+// Zombie makes the client's connection dead one way while its socket
+// stays open: its heartbeats go unanswered and events wait in the session
+// log. The client is expected to notice the missing ACKs, drop the
+// connection and RESUME.
+func (s *Server) Zombie() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.gw.conn; c != nil {
+		s.gw.all[c].zombie = true
+		s.gw.conn, s.gw.ready = nil, false
+		s.notify()
+	}
+}
+
+// CloseWith closes the client's connection with a close frame of code, as
+// Discord does: 4000 (unknown error) leaves the session resumable, 4009
+// (session timed out) and 4007 (invalid seq) end it, 4004 (authentication
+// failed) and 4010 to 4014 refuse the bot for good. Discord ends the
+// session with the codes that end it.
+func (s *Server) CloseWith(code int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.gw.conn; c != nil {
+		if code == 4007 || code == 4009 {
+			s.gw.sessionID = ""
+		}
+		_ = closeWith(c, code, "")
 		s.gw.conn, s.gw.ready = nil, false
 		_ = c.UnderlyingConn().Close()
 		s.notify()

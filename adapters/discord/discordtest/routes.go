@@ -15,6 +15,8 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+api+"/gateway/bot", s.getGateway)
 	mux.HandleFunc("GET /gateway", s.serveGateway)
 	mux.HandleFunc("GET /gateway/{$}", s.serveGateway)
+	mux.HandleFunc("GET /resume-gateway", s.serveResumeGateway)
+	mux.HandleFunc("GET /resume-gateway/{$}", s.serveResumeGateway)
 	mux.HandleFunc("POST "+api+"/interactions/{id}/{token}/callback", s.callback)
 	mux.HandleFunc("PATCH "+api+"/webhooks/{app}/{token}/messages/{m}", s.webhookMessage)
 	mux.HandleFunc("DELETE "+api+"/webhooks/{app}/{token}/messages/{m}", s.webhookMessage)

@@ -2,9 +2,10 @@
 // uses (interaction callbacks, webhook edits of @original and follow-ups,
 // channel messages, reading a channel's history and one message, threads,
 // typing, command registration) and the gateway
-// over a websocket (HELLO, IDENTIFY, READY, heartbeat ACK, RESUME with
-// replay, op 7 reconnect, op 9 invalid session, dropped sockets, dispatch of
-// MESSAGE_CREATE and INTERACTION_CREATE).
+// over a websocket (HELLO, IDENTIFY, READY, heartbeat ACK, RESUME at the
+// resume_gateway_url with replay, op 7 reconnect, op 9 invalid session,
+// dropped sockets, zombie connections, dispatch of MESSAGE_CREATE and
+// INTERACTION_CREATE), as strict as Discord's (see gateway.go).
 //
 // The server listens on 127.0.0.1 and serves the API under /api/v9, so a
 // client pointed at URL() by rewriting scheme and host talks to it exactly
@@ -540,6 +541,12 @@ func (v View) Resumes() int { return v.s.gw.resumes }
 // Connected reports whether a client completed a handshake and is
 // connected now.
 func (v View) Connected() bool { return v.s.gw.conn != nil && v.s.gw.ready }
+
+// Sockets counts the gateway websockets open now, handshake done or not.
+func (v View) Sockets() int { return len(v.s.gw.all) }
+
+// Heartbeats counts the heartbeats answered.
+func (v View) Heartbeats() int { return v.s.gw.heartbeats }
 
 // Intents is the intents value of the last IDENTIFY.
 func (v View) Intents() int { return v.s.gw.intents }

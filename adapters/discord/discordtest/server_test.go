@@ -3,6 +3,7 @@ package discordtest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -217,5 +218,150 @@ func TestHolding(t *testing.T) {
 	}
 	if !s.Wait(5*time.Second, func(v View) bool { return v.Holding() == 0 && len(v.Messages("c1")) == 1 }) {
 		t.Error("the released request is still held or did not post")
+	}
+}
+
+// wsClient is a raw gateway connection for the fake's own tests.
+type wsClient struct {
+	t *testing.T
+	c *websocket.Conn
+}
+
+type wsFrame struct {
+	Op int             `json:"op"`
+	T  string          `json:"t"`
+	S  int64           `json:"s"`
+	D  json.RawMessage `json:"d"`
+}
+
+func dialGateway(t *testing.T, url string) *wsClient {
+	t.Helper()
+	c, _, err := websocket.DefaultDialer.Dial(url+"/?v=9&encoding=json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	w := &wsClient{t: t, c: c}
+	if f := w.read(); f.Op != 10 {
+		t.Fatalf("first frame %+v, want HELLO", f)
+	}
+	return w
+}
+
+func (w *wsClient) send(op int, d any) {
+	w.t.Helper()
+	if err := w.c.WriteJSON(map[string]any{"op": op, "d": d}); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *wsClient) read() wsFrame {
+	w.t.Helper()
+	var f wsFrame
+	_ = w.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if err := w.c.ReadJSON(&f); err != nil {
+		w.t.Fatal(err)
+	}
+	return f
+}
+
+// closed reads until the server closes the connection and returns its
+// close code.
+func (w *wsClient) closed() int {
+	w.t.Helper()
+	_ = w.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		var f wsFrame
+		err := w.c.ReadJSON(&f)
+		var ce *websocket.CloseError
+		if errors.As(err, &ce) {
+			return ce.Code
+		}
+		if err != nil {
+			w.t.Fatalf("read: %v, want a close frame", err)
+		}
+	}
+}
+
+// TestGatewayIsStrict: RESUME works only at READY's resume_gateway_url
+// with the session's id, replaying what came after its seq before
+// RESUMED; after op 9 d=false only IDENTIFY gets a session; a second
+// IDENTIFY, a request before IDENTIFY, an unknown opcode and a seq from
+// the future close the connection with Discord's codes.
+func TestGatewayIsStrict(t *testing.T) {
+	s := New(Options{})
+	defer s.Close()
+	main := "ws" + strings.TrimPrefix(s.URL(), "http") + "/gateway"
+	identify := map[string]any{"token": "test-token", "intents": 1}
+
+	a := dialGateway(t, main)
+	a.send(2, identify)
+	ready := a.read()
+	var r struct {
+		SessionID string `json:"session_id"`
+		ResumeURL string `json:"resume_gateway_url"`
+	}
+	_ = json.Unmarshal(ready.D, &r)
+	if ready.T != "READY" || r.SessionID == "" || r.ResumeURL == "" || r.ResumeURL == main {
+		t.Fatalf("READY %+v, want a session and a resume_gateway_url of its own", r)
+	}
+	s.Post(UserMessage{Channel: "c", Guild: "g", User: "u", Content: "seen"})
+	if f := a.read(); f.S != 2 {
+		t.Fatalf("dispatch %+v", f)
+	}
+	a.send(2, identify)
+	if code := a.closed(); code != 4005 {
+		t.Errorf("second IDENTIFY closed with %d, want 4005", code)
+	}
+	s.Post(UserMessage{Channel: "c", Guild: "g", User: "u", Content: "missed 1"})
+	s.Post(UserMessage{Channel: "c", Guild: "g", User: "u", Content: "missed 2"})
+
+	resume := map[string]any{"token": "test-token", "session_id": r.SessionID, "seq": 2}
+	b := dialGateway(t, main)
+	b.send(6, resume)
+	if f := b.read(); f.Op != 9 || string(f.D) != "false" {
+		t.Errorf("RESUME at the main gateway: %+v, want op 9 d=false", f)
+	}
+
+	c := dialGateway(t, r.ResumeURL)
+	c.send(6, resume)
+	for _, want := range []string{"missed 1", "missed 2"} {
+		if f := c.read(); f.T != "MESSAGE_CREATE" || !strings.Contains(string(f.D), want) {
+			t.Fatalf("replay: %+v, want %q", f, want)
+		}
+	}
+	if f := c.read(); f.T != "RESUMED" || f.S != 5 {
+		t.Fatalf("after the replay: %+v, want RESUMED with seq 5", f)
+	}
+
+	d := dialGateway(t, r.ResumeURL)
+	d.send(6, map[string]any{"token": "test-token", "session_id": r.SessionID, "seq": 99})
+	if code := d.closed(); code != 4007 {
+		t.Errorf("RESUME from seq 99 closed with %d, want 4007", code)
+	}
+
+	s.InvalidSession()
+	if f := c.read(); f.Op != 9 || string(f.D) != "false" {
+		t.Fatalf("InvalidSession sent %+v", f)
+	}
+	e := dialGateway(t, r.ResumeURL)
+	e.send(6, resume)
+	if f := e.read(); f.Op != 9 {
+		t.Errorf("RESUME of an invalidated session: %+v, want op 9", f)
+	}
+	e.send(2, identify)
+	if f := e.read(); f.T != "READY" || f.S != 1 || strings.Contains(string(f.D), r.SessionID+`"`) {
+		t.Errorf("IDENTIFY after op 9: %+v, want a new session from seq 1", f)
+	}
+
+	g := dialGateway(t, main)
+	g.send(3, map[string]any{"status": "online"})
+	if code := g.closed(); code != 4003 {
+		t.Errorf("presence before IDENTIFY closed with %d, want 4003", code)
+	}
+	h := dialGateway(t, main)
+	h.send(42, nil)
+	if code := h.closed(); code != 4001 {
+		t.Errorf("op 42 closed with %d, want 4001", code)
 	}
 }
