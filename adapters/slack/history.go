@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	slackapi "github.com/slack-go/slack"
 
@@ -24,8 +26,14 @@ const (
 	historyPages = 3
 )
 
-// errLongThread is returned for a thread too long to read to its end.
-var errLongThread = fmt.Errorf("the thread has more than %d replies; its context is not read", threadPages*pageSize)
+// A thread longer than threadPages pages is read back from the mention in
+// a window of time: firstWindow long, divided by windowGrowth while it
+// holds more than threadPages pages, then multiplied by it while it holds
+// too little (see enough) and has not reached the thread's start.
+const (
+	firstWindow  = 10 * time.Minute
+	windowGrowth = 4
+)
 
 // History implements core.Historian. For a mention in a thread it reads
 // the thread's messages before m (conversations.replies), for a mention at
@@ -52,7 +60,9 @@ func (a *Adapter) History(ctx context.Context, m core.Message, limit int) ([]cor
 		err    error
 	)
 	if m.Thread != "" {
-		before, err = a.threadBefore(ctx, m.Channel, m.Thread, m.ID)
+		before, err = a.threadBefore(ctx, m.Channel, m.Thread, m.ID, func(msgs []slackapi.Message) bool {
+			return enough(msgs, limit, botUser, botID)
+		})
 	} else {
 		before, err = a.channelBefore(ctx, m.Channel, m.ID, limit, botUser, botID)
 	}
@@ -93,12 +103,22 @@ func asksBot(msg slackapi.Message, botUser string) bool {
 	return strings.Contains(msg.Text, "<@"+botUser+">") || strings.Contains(msg.Text, "<@"+botUser+"|")
 }
 
+// activity reports whether msg is one of the bot's tool-activity posts,
+// not a word of its: the walk back passes over them.
+func activity(msg slackapi.Message, botUser, botID string) bool {
+	return mine(msg, botUser, botID) && msg.Metadata.EventType == activityMetadata.EventType
+}
+
 // since picks from before (newest first) the messages after the bot's last
 // word, newest first, at most limit: the bot's own message that ends them
-// is the last one picked when there is room and anything came after it.
+// (its answer, not a tool-activity post) is the last one picked when there
+// is room and anything came after it.
 func since(before []slackapi.Message, limit int, botUser, botID string) []slackapi.Message {
 	var picked []slackapi.Message
 	for _, msg := range before {
+		if activity(msg, botUser, botID) {
+			continue
+		}
 		if mine(msg, botUser, botID) {
 			if len(picked) > 0 && len(picked) < limit && shown(msg) {
 				picked = append(picked, msg)
@@ -131,8 +151,55 @@ func shown(msg slackapi.Message) bool {
 }
 
 // threadBefore returns the messages of the thread before ts, its parent
-// included, newest first. Replies come oldest first, so every page is read.
-func (a *Adapter) threadBefore(ctx context.Context, channel, thread, ts string) ([]slackapi.Message, error) {
+// included, newest first. Replies come oldest first, so a thread is read
+// to its end; one too long for that (more than threadPages pages) is read
+// back from ts in growing windows of time until one holds enough of the
+// newest (enough, given them newest first) — Slack has no way to read a
+// thread newest first.
+func (a *Adapter) threadBefore(ctx context.Context, channel, thread, ts string, enough func([]slackapi.Message) bool) ([]slackapi.Message, error) {
+	all, whole, err := a.replies(ctx, channel, thread, ts, "")
+	if err != nil || whole {
+		return all, err
+	}
+	end, ok := slackTime(ts)
+	start, okStart := slackTime(thread)
+	if !ok || !okStart {
+		return nil, fmt.Errorf("conversations.replies: the thread has more than %d replies and %q is no timestamp", threadPages*pageSize, ts)
+	}
+	w := firstWindow
+	var best []slackapi.Message
+	for { // narrow the window until it can be read whole
+		msgs, whole, err := a.replies(ctx, channel, thread, ts, slackTS(end.Add(-w)))
+		if err != nil {
+			return nil, err
+		}
+		if whole {
+			best = msgs
+			break
+		}
+		if w <= time.Second {
+			return nil, fmt.Errorf("conversations.replies: more than %d replies in the second before the mention", threadPages*pageSize)
+		}
+		w /= windowGrowth
+	}
+	for !enough(best) && end.Add(-w).After(start) { // widen it while it holds too little
+		w *= windowGrowth
+		msgs, whole, err := a.replies(ctx, channel, thread, ts, slackTS(end.Add(-w)))
+		if err != nil {
+			return nil, err
+		}
+		if !whole { // too many in this one: the one before is what there is
+			break
+		}
+		best = msgs
+	}
+	return best, nil
+}
+
+// replies reads the thread's messages before ts (from oldest, when not
+// ""), newest first, up to threadPages pages; whole is false when there
+// were more.
+func (a *Adapter) replies(ctx context.Context, channel, thread, ts, oldest string) (msgs []slackapi.Message, whole bool, err error) {
 	var all []slackapi.Message
 	cursor := ""
 	for range threadPages {
@@ -144,11 +211,12 @@ func (a *Adapter) threadBefore(ctx context.Context, channel, thread, ts string) 
 		err := a.do(ctx, "conversations.replies", func(ctx context.Context) error {
 			var err error
 			page, more, next, err = a.api.GetConversationRepliesContext(ctx, &slackapi.GetConversationRepliesParameters{
-				ChannelID: channel, Timestamp: thread, Latest: ts, Inclusive: false, Limit: pageSize, Cursor: cursor})
+				ChannelID: channel, Timestamp: thread, Latest: ts, Oldest: oldest, Inclusive: false, Limit: pageSize, Cursor: cursor,
+				IncludeAllMetadata: true})
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("conversations.replies: %w", err)
+			return nil, false, fmt.Errorf("conversations.replies: %w", err)
 		}
 		all = append(all, page...)
 		if !more || next == "" {
@@ -156,11 +224,27 @@ func (a *Adapter) threadBefore(ctx context.Context, channel, thread, ts string) 
 			// all the same, should an answer include it.
 			all = slices.DeleteFunc(all, func(m slackapi.Message) bool { return m.Timestamp == ts })
 			slices.Reverse(all)
-			return all, nil
+			return all, true, nil
 		}
 		cursor = next
 	}
-	return nil, errLongThread
+	return nil, false, nil
+}
+
+// slackTime is the time of a Slack timestamp ("1700000000.000100").
+func slackTime(ts string) (time.Time, bool) {
+	sec, frac, _ := strings.Cut(ts, ".")
+	s, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	us, _ := strconv.ParseInt((frac + "000000")[:6], 10, 64)
+	return time.Unix(s, us*1000), true
+}
+
+// slackTS is t as a Slack timestamp.
+func slackTS(t time.Time) string {
+	return fmt.Sprintf("%d.%06d", t.Unix(), t.Nanosecond()/1000)
 }
 
 // channelBefore returns the channel's top-level messages before ts, newest
@@ -173,7 +257,8 @@ func (a *Adapter) channelBefore(ctx context.Context, channel, ts string, limit i
 		err := a.do(ctx, "conversations.history", func(ctx context.Context) error {
 			var err error
 			res, err = a.api.GetConversationHistoryContext(ctx, &slackapi.GetConversationHistoryParameters{
-				ChannelID: channel, Latest: ts, Inclusive: false, Limit: min(limit+1, pageSize), Cursor: cursor})
+				ChannelID: channel, Latest: ts, Inclusive: false, Limit: min(limit+1, pageSize), Cursor: cursor,
+				IncludeAllMetadata: true})
 			return err
 		})
 		if err != nil {
@@ -197,6 +282,9 @@ func (a *Adapter) channelBefore(ctx context.Context, channel, ts string, limit i
 func enough(msgs []slackapi.Message, limit int, botUser, botID string) bool {
 	n := 0
 	for _, msg := range msgs {
+		if activity(msg, botUser, botID) {
+			continue
+		}
 		if mine(msg, botUser, botID) || asksBot(msg, botUser) {
 			return true
 		}

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/golem-chat/golem/adapters/slack/slacktest"
 	"github.com/golem-chat/golem/core"
@@ -210,5 +211,82 @@ func TestHistoryErrors(t *testing.T) {
 	}
 	if got, err := a.History(context.Background(), core.Message{Platform: "slack", Channel: "D1", ID: ask, DM: true}, 20); got != nil || err != nil {
 		t.Errorf("History of a DM = %v, %v", got, err)
+	}
+}
+
+// A thread too long to read to its end (Slack pages replies oldest first)
+// still gives its newest messages: it is read back from the mention in
+// windows of time.
+func TestHistoryOfAThreadOfMoreThanAThousandReplies(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		spacing time.Duration // between replies
+	}{
+		{"a reply a minute", time.Minute},
+		{"a reply a second", time.Second},
+		{"a burst", time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake, a := contextFake(t)
+			t0 := time.Now().Add(-2000 * tc.spacing)
+			at := func(d time.Duration) string { return slackTS(t0.Add(d)) }
+			parent := fake.AddMessage(slacktest.Message{Channel: "C1", User: "U1", Text: "the parent", TS: at(0)}).TS
+			const n = 1200
+			for i := range n {
+				fake.AddMessage(slacktest.Message{Channel: "C1", ThreadTS: parent, User: "U2", Text: fmt.Sprint("reply ", i), TS: at(time.Duration(i+1) * tc.spacing)})
+			}
+			ask := fake.AddMessage(slacktest.Message{Channel: "C1", ThreadTS: parent, User: "U1", Text: mention + " sum up", TS: at((n + 1) * tc.spacing)}).TS
+			got := history(t, a, core.Message{Channel: "C1", Thread: parent, ID: ask}, 3)
+			var texts []string
+			for _, s := range got {
+				texts = append(texts, s.Text)
+			}
+			if want := []string{"reply 1197", "reply 1198", "reply 1199"}; !reflect.DeepEqual(texts, want) {
+				t.Errorf("context = %q, want the 3 newest, oldest first: %q", texts, want)
+			}
+		})
+	}
+}
+
+// A mention in a group DM gets its context with mpim:history, and without
+// it an error that names the scope to add.
+func TestHistoryOfAGroupDM(t *testing.T) {
+	fake, a := contextFake(t)
+	fake.GroupDM("G1")
+	said(fake, "G1", "", "U2", "which build broke?")
+	ask := said(fake, "G1", "", "U1", mention+" tell us")
+	got := history(t, a, core.Message{Channel: "G1", ID: ask}, 20)
+	if len(got) != 1 || got[0].Text != "which build broke?" {
+		t.Errorf("group DM context = %+v", got)
+	}
+	fake.SetScopes("chat:write", "groups:history", "users:read")
+	_, err := a.History(context.Background(), core.Message{Platform: "slack", Channel: "G1", ID: ask, Mentioned: true}, 20)
+	if err == nil || !strings.Contains(err.Error(), "needs the scope mpim:history") {
+		t.Errorf("History of a group DM without mpim:history: %v, want the scope named", err)
+	}
+}
+
+// The bot's quoted message is its answer, not one of the tool-activity
+// posts it put after the answer in the same thread.
+func TestHistoryQuotesTheAnswerNotTheToolActivity(t *testing.T) {
+	fake, a := contextFake(t)
+	ctx := context.Background()
+	parent := said(fake, "C1", "", "U1", mention+" fix the build")
+	ref, err := a.Send(ctx, core.Place{Channel: "C1", Thread: parent, ReplyTo: parent}, "I fixed the import.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SendActivity(ctx, ref, "📖 Read main.go"); err != nil {
+		t.Fatal(err)
+	}
+	said(fake, "C1", parent, "U2", "it still fails on CI")
+	ask := said(fake, "C1", parent, "U1", mention+" look again")
+	got := history(t, a, core.Message{Channel: "C1", Thread: parent, ID: ask}, 20)
+	want := []core.Said{
+		{Author: "golem", Bot: true, Text: "I fixed the import."},
+		{Author: "Bob Jones", Text: "it still fails on CI"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("context = %+v\nwant %+v", got, want)
 	}
 }

@@ -40,11 +40,15 @@ func (a *Adapter) SendActivity(ctx context.Context, answer core.MessageRef, text
 	if thread == "" {
 		thread = answer.ID
 	}
-	if _, err := a.post(ctx, answer.Channel, thread, text); err != nil {
+	if _, err := a.post(ctx, answer.Channel, thread, text, slackapi.MsgOptionMetadata(activityMetadata)); err != nil {
 		return fmt.Errorf("slack: post tool activity: %w", err)
 	}
 	return nil
 }
+
+// activityMetadata marks the bot's tool-activity posts, so that reading
+// the thread back (History) tells them from its answers.
+var activityMetadata = slackapi.SlackMetadata{EventType: "golem_tool_activity", EventPayload: map[string]any{}}
 
 // Edit replaces the text of msg. It blocks until the workspace's shared
 // chat.update budget allows the call, which is how a busy workspace slows

@@ -2,6 +2,7 @@ package slacktest
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"regexp"
 	"slices"
 	"strconv"
@@ -43,7 +44,7 @@ func (s *Server) AddMessage(m Message) Message {
 
 // DefaultScopes are the bot token's scopes unless SetScopes changes them:
 // all that golem asks for in its setup steps.
-var DefaultScopes = []string{"app_mentions:read", "channels:history", "groups:history", "im:history",
+var DefaultScopes = []string{"app_mentions:read", "channels:history", "groups:history", "im:history", "mpim:history",
 	"chat:write", "reactions:write", "files:read", "files:write", "users:read", "commands"}
 
 // SetScopes replaces the bot token's scopes. A method that needs a scope
@@ -53,6 +54,14 @@ func (s *Server) SetScopes(scopes ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.scopes = slices.Clone(scopes)
+}
+
+// GroupDM makes channel a group DM (an mpim): reading it back needs
+// mpim:history, not groups:history, as on Slack.
+func (s *Server) GroupDM(channel string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mpims[channel] = true
 }
 
 // Leave takes the bot out of channel: conversations.history,
@@ -70,6 +79,8 @@ func (s *Server) neededScopeLocked(method string, a map[string]string) string {
 	switch method {
 	case "conversations.history", "conversations.replies":
 		switch {
+		case s.mpims[a["channel"]]:
+			need = "mpim:history"
 		case strings.HasPrefix(a["channel"], "C"):
 			need = "channels:history"
 		case strings.HasPrefix(a["channel"], "G"):
@@ -179,7 +190,7 @@ func (s *Server) pageLocked(msgs []*Message, a map[string]string, maxLimit int) 
 	}
 	wire := make([]map[string]any, 0, len(msgs))
 	for _, m := range msgs {
-		wire = append(wire, s.wireLocked(m))
+		wire = append(wire, s.wireLocked(m, a["include_all_metadata"] == "1" || a["include_all_metadata"] == "true"))
 	}
 	res["messages"] = wire
 	return res, ""
@@ -201,8 +212,11 @@ func badRange(a map[string]string) string {
 
 // wireLocked is m as conversations.history and conversations.replies show
 // it: a thread's parent carries thread_ts (its own ts) and reply_count.
-func (s *Server) wireLocked(m *Message) map[string]any {
+func (s *Server) wireLocked(m *Message, metadata bool) map[string]any {
 	w := wireMessage(m)
+	if metadata && m.Metadata != "" {
+		w["metadata"] = json.RawMessage(m.Metadata)
+	}
 	if m.ThreadTS == "" {
 		n := 0
 		for _, r := range s.msgs {

@@ -86,6 +86,9 @@ type Message struct {
 	Reactions []string         // reaction names the bot added and not removed
 	Blocks    string           // the Block Kit blocks as posted or last updated (JSON); "" without
 	Files     []map[string]any // the files it carries, entries from AddFile
+	// Metadata is the message metadata as posted (JSON); history reads
+	// show it only with include_all_metadata, as Slack does.
+	Metadata string
 }
 
 // Server is a running fake Slack. Its methods are safe for concurrent use.
@@ -114,6 +117,7 @@ type Server struct {
 	users    map[string]User
 	scopes   []string        // the bot token's
 	left     map[string]bool // channels the bot is not in
+	mpims    map[string]bool // channels that are group DMs (GroupDM)
 	holding  map[string]int  // calls held by Failure.Until, per method
 	closed   bool
 }
@@ -134,6 +138,7 @@ func New(opts Options) *Server {
 		users:   map[string]User{BotUserID: {ID: BotUserID, Name: "golem", RealName: "golem", IsBot: true}},
 		scopes:  slices.Clone(DefaultScopes),
 		left:    map[string]bool{},
+		mpims:   map[string]bool{},
 		holding: map[string]int{},
 	}
 	mux := http.NewServeMux()

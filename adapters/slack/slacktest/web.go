@@ -212,7 +212,10 @@ func (s *Server) apiLocked(method string, a map[string]string) (map[string]any, 
 			return nil, "msg_too_long"
 		}
 		m := &Message{Channel: a["channel"], TS: s.nextTSLocked(), ThreadTS: a["thread_ts"],
-			User: BotUserID, BotID: BotID, Text: a["text"], Blocks: a["blocks"]}
+			User: BotUserID, BotID: BotID, Text: a["text"], Blocks: a["blocks"], Metadata: a["metadata"]}
+		if m.Metadata != "" && !json.Valid([]byte(m.Metadata)) {
+			return nil, "invalid_metadata_format"
+		}
 		s.msgs = append(s.msgs, m)
 		return map[string]any{"channel": m.Channel, "ts": m.TS, "message": wireMessage(m)}, ""
 	case "chat.update":
