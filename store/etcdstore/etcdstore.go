@@ -137,8 +137,9 @@ type Store struct {
 	cancel  context.CancelFunc
 	fence   []clientv3.Cmp // added to every write's conditions; none yet
 
-	mu     sync.RWMutex // guards closed
+	mu     sync.RWMutex // guards closed and adding to calls
 	closed bool
+	calls  sync.WaitGroup // the calls under way, which Close waits for
 
 	leaseMu sync.Mutex
 	leases  map[time.Duration]seenLease // by ttl; see MarkSeen
@@ -230,9 +231,10 @@ func (s *Store) checkSchema(timeout time.Duration) error {
 	return nil
 }
 
-// Close cancels the calls under way and closes the connection to etcd.
-// Afterwards every method fails with store.ErrClosed; closing again does
-// nothing.
+// Close waits for the calls under way to finish (each is bounded by
+// Config.Timeout), so that a write already submitted is not cut short,
+// then closes the connection to etcd. Afterwards every method fails with
+// store.ErrClosed; closing again does nothing.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -241,6 +243,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	s.calls.Wait()
 	s.cancel()
 	if err := s.cli.Close(); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("store: %s: close: %w", s.where, err)
@@ -249,15 +252,17 @@ func (s *Store) Close() error {
 }
 
 // call gives one method's call its context, bounded by the store's
-// timeout, or fails with store.ErrClosed after Close.
-func (s *Store) call() (context.Context, context.CancelFunc, error) {
+// timeout, or fails with store.ErrClosed after Close. The caller calls
+// done when the call is over, which Close waits for.
+func (s *Store) call() (ctx context.Context, done func(), err error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return nil, nil, store.ErrClosed
 	}
+	s.calls.Add(1)
 	ctx, cancel := context.WithTimeout(s.ctx, s.timeout)
-	return ctx, cancel, nil
+	return ctx, func() { cancel(); s.calls.Done() }, nil
 }
 
 // fail names op in err, and turns the errors of a call that Close cut

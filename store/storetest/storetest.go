@@ -40,6 +40,7 @@ func Run(t *testing.T, fresh Fresh) {
 		{"StateLargeValues", testStateLarge},
 		{"InvalidArguments", testInvalidArguments},
 		{"Closed", testClosed},
+		{"CloseDuringWrites", testCloseDuringWrites},
 		{"ConcurrentUse", testConcurrentUse},
 	}
 	for _, tt := range tests {
@@ -623,4 +624,40 @@ func testConcurrentUse(t *testing.T, open func() store.Store) {
 	if err != nil || u.UserToday.Turns != workers*rounds {
 		t.Errorf("usage of user u today = %+v, %v; want %d turns", u.UserToday, err, workers*rounds)
 	}
+}
+
+// testCloseDuringWrites closes the store while writes are under way: each
+// write either returned nil and is there after a reopen, or failed with
+// ErrClosed.
+func testCloseDuringWrites(t *testing.T, open func() store.Store) {
+	s := open()
+	const writers = 16
+	errs := make([]error, writers)
+	var started, wg sync.WaitGroup
+	started.Add(writers)
+	for i := range writers {
+		wg.Go(func() {
+			started.Done()
+			errs[i] = s.Save(fmt.Sprint("k", i), []byte("v"))
+		})
+	}
+	started.Wait()
+	closeStore(t, s)
+	wg.Wait()
+	s = open()
+	saved := 0
+	for i, err := range errs {
+		v, lerr := s.Load(fmt.Sprint("k", i))
+		switch {
+		case lerr != nil:
+			t.Fatal(lerr)
+		case err == nil && string(v) != "v":
+			t.Errorf("save %d returned nil, but after a reopen it reads %q", i, v)
+		case err != nil && !errors.Is(err, store.ErrClosed):
+			t.Errorf("save %d during Close: %v, want nil or ErrClosed", i, err)
+		case err == nil:
+			saved++
+		}
+	}
+	t.Logf("%d of %d writes under way when Close came were kept", saved, writers)
 }
