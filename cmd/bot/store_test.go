@@ -11,10 +11,13 @@ import (
 	"time"
 
 	"github.com/golem-chat/golem/adapters/telegram/telegramtest"
+	"github.com/golem-chat/golem/config"
 	"github.com/golem-chat/golem/engine/enginetest"
 	"github.com/golem-chat/golem/internal/etcdtest"
 	"github.com/golem-chat/golem/store"
 	"github.com/golem-chat/golem/store/etcdstore"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // etcdConfig is a bot.yaml for the fake Telegram and agent with the store
@@ -103,5 +106,39 @@ func TestServeEtcdUnreachable(t *testing.T) {
 	}
 	if log := stderr.String(); !strings.Contains(log, "store: etcd "+addr) || !strings.Contains(log, "no answer within") {
 		t.Errorf("the error does not name the store and its endpoint:\n%s", log)
+	}
+}
+
+// TestDoctorChecksAnEtcdStore: doctor opens an etcd store as serve does,
+// and names a prefix a newer golem wrote.
+func TestDoctorChecksAnEtcdStore(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	tg := telegramtest.New(t, telegramtest.Options{})
+	cfg, err := config.Load(etcdConfig(t, tg, c.URL("doctor")), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := checkStore(cfg); len(got) != 1 || got[0].v != pass || !strings.Contains(got[0].text, c.URL("doctor")+" opens") {
+		t.Errorf("doctor on a fresh prefix: %+v", got)
+	}
+	st, err := etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints, Prefix: "newer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cli.Put(context.Background(), "newer/meta/schema", "7"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = config.Load(etcdConfig(t, tg, c.URL("newer")), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := checkStore(cfg); len(got) != 1 || got[0].v != fail || !strings.Contains(got[0].text, "schema version 7, this golem knows up to 1") {
+		t.Errorf("doctor on a newer golem's prefix: %+v", got)
 	}
 }
