@@ -44,6 +44,9 @@ func (c *Config) Validate() error {
 	if c.Context.MaxChars < 0 {
 		return fmt.Errorf("context.max_chars: must not be negative")
 	}
+	if err := c.Telegram.Memory.Check(); err != nil {
+		return err
+	}
 	if c.MaxUpload < 0 {
 		return fmt.Errorf("max_upload_bytes: must not be negative")
 	}

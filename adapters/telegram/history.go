@@ -26,20 +26,6 @@ import (
 // General topic).
 type place struct{ chat, thread int64 }
 
-// seenLimits bound what is kept of the messages seen: per chat or topic
-// at most PerChat messages and ChatBytes bytes (the oldest go first), in
-// all TotalBytes (the chats used least recently go first). ChatBytes must
-// not exceed TotalBytes.
-type seenLimits struct {
-	PerChat    int
-	ChatBytes  int
-	TotalBytes int
-}
-
-// defaultSeen keeps more than context.max_messages' and max_chars'
-// defaults (20, 8,000) need, and 8 MiB at most whatever the groups say.
-var defaultSeen = seenLimits{PerChat: 100, ChatBytes: 64 << 10, TotalBytes: 8 << 20}
-
 const (
 	// saidCost and placeCost are the bytes counted for a message and for a
 	// chat beyond their strings: the structs, slices and map entry.
@@ -80,7 +66,7 @@ type heard struct {
 // seen is the memory of the messages seen in groups. Safe for concurrent
 // use.
 type seen struct {
-	lim seenLimits
+	lim Memory
 
 	mu     sync.Mutex
 	places map[place]*heard
@@ -88,12 +74,9 @@ type seen struct {
 	bytes  int
 }
 
-func newSeen(lim seenLimits) *seen {
-	if lim.PerChat <= 0 || lim.ChatBytes <= 0 || lim.TotalBytes <= 0 {
-		lim = defaultSeen
-	}
-	lim.ChatBytes = min(lim.ChatBytes, lim.TotalBytes)
-	return &seen{lim: lim, places: map[place]*heard{}, lru: list.New()}
+// newSeen keeps what lim allows, its zero fields the defaults.
+func newSeen(lim Memory) *seen {
+	return &seen{lim: lim.withDefaults(), places: map[place]*heard{}, lru: list.New()}
 }
 
 // entry is a message as kept, with the bytes counted for it; one larger
@@ -134,7 +117,7 @@ func (s *seen) touch(p place) *heard {
 // fit drops what is over the limits: h's oldest messages, then the chats
 // used least recently. s.mu is held.
 func (s *seen) fit(h *heard) {
-	for len(h.msgs) > 0 && (len(h.msgs) > s.lim.PerChat || h.bytes > s.lim.ChatBytes) {
+	for len(h.msgs) > 0 && (len(h.msgs) > s.lim.Messages || h.bytes > s.lim.ChatBytes) {
 		s.drop(h, h.msgs[0].size)
 		h.msgs[0] = seenMsg{} // the array would hold on to it
 		h.msgs = h.msgs[1:]

@@ -20,7 +20,7 @@ func texts(said []core.Said) string {
 }
 
 func TestSeenKeepsWhatCameSinceTheLastAnswerInEachPlace(t *testing.T) {
-	s := newSeen(defaultSeen)
+	s := newSeen(DefaultMemory)
 	g, topic := place{-1, 0}, place{-1, 9}
 	s.saw(g, 1, core.Said{Author: "Bob", Text: "one"})
 	s.saw(topic, 2, core.Said{Author: "Bob", Text: "in the topic"})
@@ -44,7 +44,7 @@ func TestSeenKeepsWhatCameSinceTheLastAnswerInEachPlace(t *testing.T) {
 }
 
 func TestTheRepliedMessageIsKeptWithinTheLimitInItsPlace(t *testing.T) {
-	s := newSeen(defaultSeen)
+	s := newSeen(DefaultMemory)
 	g := place{-1, 0}
 	for i, w := range []string{"a", "b", "c", "d"} {
 		s.saw(g, 10+i, core.Said{Author: "Bob", Text: w})
@@ -75,7 +75,7 @@ func TestTheRepliedMessageIsKeptWithinTheLimitInItsPlace(t *testing.T) {
 // and the heap itself (a cut text that still pinned its original, or a
 // forgotten chat still referenced, shows there).
 func TestSeenMemoryIsBounded(t *testing.T) {
-	lim := seenLimits{PerChat: 50, ChatBytes: 16 << 10, TotalBytes: 1 << 20}
+	lim := Memory{Messages: 50, ChatBytes: 16 << 10, TotalBytes: 1 << 20}
 	s := newSeen(lim)
 	heap := func() uint64 {
 		runtime.GC()
@@ -114,8 +114,8 @@ func TestSeenMemoryIsBounded(t *testing.T) {
 	}
 	last := place{int64(-chats), int64((chats - 1) % 3)}
 	got := s.history(last, perChat+1, 1000)
-	if len(got) == 0 || len(got) > lim.PerChat+1 || got[0].Author != "Ann" {
-		t.Fatalf("the newest chat kept %d messages, want its reply and at most %d", len(got), lim.PerChat)
+	if len(got) == 0 || len(got) > lim.Messages+1 || got[0].Author != "Ann" {
+		t.Fatalf("the newest chat kept %d messages, want its reply and at most %d", len(got), lim.Messages)
 	}
 	if !strings.HasPrefix(got[len(got)-1].Text, "éé") {
 		t.Errorf("the newest chat lost its newest message")
@@ -154,5 +154,27 @@ func TestSaidNamesAuthorsAndFiles(t *testing.T) {
 	}
 	if s := a.said(&tgbotapi.Message{From: &tgbotapi.User{ID: 2, FirstName: "Ann"}, Text: "a long message with a part"}, "a part"); s.Text != "a part" {
 		t.Errorf("a quote gives %q, want the part quoted", s.Text)
+	}
+}
+
+// telegram.memory bounds what is kept: messages per chat as configured,
+// none with messages below 0, and a zero field is its default.
+func TestSeenKeepsWhatTelegramMemorySays(t *testing.T) {
+	g := place{-1, 0}
+	for _, tc := range []struct {
+		mem  Memory
+		want string
+	}{
+		{Memory{Messages: 2}, "Cy:three | Dan:four"},
+		{Memory{Messages: -1}, ""},
+		{Memory{}, "Ann:one | Bob:two | Cy:three | Dan:four"},
+	} {
+		s := newSeen(tc.mem)
+		for i, said := range []core.Said{{Author: "Ann", Text: "one"}, {Author: "Bob", Text: "two"}, {Author: "Cy", Text: "three"}, {Author: "Dan", Text: "four"}} {
+			s.saw(g, i+1, said)
+		}
+		if got := texts(s.history(g, 9, 20)); got != tc.want {
+			t.Errorf("%+v kept %q, want %q", tc.mem, got, tc.want)
+		}
 	}
 }

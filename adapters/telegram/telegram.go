@@ -56,6 +56,9 @@ type Options struct {
 	// Drafts enables Draft (sendMessageDraft, Bot API 9.5+, private chats
 	// only). Default off: edits are the reliable way to stream.
 	Drafts bool
+	// Memory bounds the group messages kept for the chat context; zero
+	// fields take DefaultMemory's.
+	Memory Memory
 	// MaxUpload is the largest file Upload takes, in bytes; default and at
 	// most MaxUpload (what Telegram lets a bot send).
 	MaxUpload int64
@@ -134,7 +137,7 @@ func New(opts Options) (*Adapter, error) {
 		base:   strings.TrimRight(opts.APIURL, "/"),
 		client: client,
 		budget: newBudget(opts.PrivateInterval, opts.GroupInterval, opts.GlobalPerSecond, opts.GlobalBurst),
-		seen:   newSeen(defaultSeen),
+		seen:   newSeen(opts.Memory),
 		ready:  make(chan struct{}),
 	}, nil
 }
