@@ -21,8 +21,8 @@ import (
 )
 
 // etcdConfig is a bot.yaml for the fake Telegram and agent with the store
-// at storeURL.
-func etcdConfig(t *testing.T, tg *telegramtest.Server, storeURL string) string {
+// at storeURL, and the store_tls of c when it has TLS.
+func etcdConfig(t *testing.T, tg *telegramtest.Server, storeURL string, c ...*etcdtest.Cluster) string {
 	t.Helper()
 	t.Setenv("GOLEM_TEST_TG_TOKEN", tg.Token())
 	config := fmt.Sprintf(`
@@ -37,6 +37,9 @@ telegram: {token: "${GOLEM_TEST_TG_TOKEN}", api_url: %q}
 slack: {bot_token: "", app_token: ""}
 http: {listen: ""}
 `, storeURL, enginetest.Build(t), tg.URL)
+	if len(c) > 0 && c[0].CAFile != "" {
+		config += fmt.Sprintf("store_tls: {ca: %q, cert: %q, key: %q}\n", c[0].CAFile, c[0].CertFile, c[0].KeyFile)
+	}
 	path := filepath.Join(t.TempDir(), "bot.yaml")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
@@ -48,9 +51,13 @@ http: {listen: ""}
 // what it keeps (the conversation's session, Telegram's offset) is in
 // etcd under the prefix, not in a file.
 func TestServeOnEtcd(t *testing.T) {
-	c := etcdtest.Start(t, 1)
+	t.Run("etcd", func(t *testing.T) { serveOnEtcd(t, etcdtest.Start(t, 1)) })
+	t.Run("etcds", func(t *testing.T) { serveOnEtcd(t, etcdtest.StartTLS(t)) })
+}
+
+func serveOnEtcd(t *testing.T, c *etcdtest.Cluster) {
 	tg := telegramtest.New(t, telegramtest.Options{})
-	path := etcdConfig(t, tg, c.URL("golem-test"))
+	path := etcdConfig(t, tg, c.URL("golem-test"), c)
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr syncBuffer
 	exited := make(chan int, 1)
@@ -70,7 +77,14 @@ func TestServeOnEtcd(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(filepath.Dir(path), "data", "golem.db")); err == nil {
 		t.Error("bot serve with an etcd store made a bbolt file too")
 	}
-	st, err := etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints, Prefix: "golem-test"})
+	ec := etcdstore.Config{Endpoints: c.Endpoints, Prefix: "golem-test"}
+	if c.CAFile != "" {
+		var err error
+		if ec.TLS, err = etcdstore.TLSConfig(c.CAFile, c.CertFile, c.KeyFile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := etcdstore.Open(ec)
 	if err != nil {
 		t.Fatal(err)
 	}

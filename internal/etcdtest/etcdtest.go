@@ -4,14 +4,24 @@
 package etcdtest
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
+	"os"
+	"path/filepath"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
@@ -19,22 +29,39 @@ import (
 type Cluster struct {
 	// Endpoints are the members' client addresses, host:port.
 	Endpoints []string
-	members   []*embed.Etcd
+	// With StartTLS: the CA of the members' certificates, and a client
+	// certificate and key it signed, which the members require.
+	CAFile, CertFile, KeyFile string
+	members                   []*embed.Etcd
 }
 
 // URL is the store: value that reaches the cluster with prefix.
 func (c *Cluster) URL(prefix string) string {
-	return "etcd://" + strings.Join(c.Endpoints, ",") + "/" + prefix
+	scheme := "etcd://"
+	if c.CAFile != "" {
+		scheme = "etcds://"
+	}
+	return scheme + strings.Join(c.Endpoints, ",") + "/" + prefix
 }
 
 // Start runs an etcd cluster of n members for the test, stopped when it
 // ends, and returns once it has a leader.
-func Start(t testing.TB, n int) *Cluster {
+func Start(t testing.TB, n int) *Cluster { return start(t, n, false) }
+
+// StartTLS runs one member that clients reach over TLS with a client
+// certificate (see Cluster's CAFile, CertFile and KeyFile).
+func StartTLS(t testing.TB) *Cluster { return start(t, 1, true) }
+
+func start(t testing.TB, n int, secure bool) *Cluster {
 	t.Helper()
+	c := &Cluster{}
+	var tlsInfo transport.TLSInfo
+	if secure {
+		tlsInfo, c.CAFile, c.CertFile, c.KeyFile = certificates(t)
+	}
 	ports := freePorts(t, 2*n)
 	var initial []string
 	cfgs := make([]*embed.Config, n)
-	c := &Cluster{}
 	for i := range n {
 		cfg := embed.NewConfig()
 		cfg.Name = fmt.Sprint("m", i)
@@ -44,6 +71,10 @@ func Start(t testing.TB, n int) *Cluster {
 		cfg.LogOutputs = []string{"/dev/null"}
 		cfg.TickMs, cfg.ElectionMs = 10, 100 // a leader within a second, under load too
 		client := url.URL{Scheme: "http", Host: fmt.Sprint("127.0.0.1:", ports[2*i])}
+		if secure {
+			client.Scheme = "https"
+			cfg.ClientTLSInfo = tlsInfo
+		}
 		peer := url.URL{Scheme: "http", Host: fmt.Sprint("127.0.0.1:", ports[2*i+1])}
 		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
@@ -103,4 +134,56 @@ func freePorts(t testing.TB, n int) []int {
 		l.Close()
 	}
 	return ports
+}
+
+// certificates writes a CA, a server certificate for 127.0.0.1 and a
+// client certificate into a temporary folder.
+func certificates(t testing.TB) (server transport.TLSInfo, ca, cert, key string) {
+	t.Helper()
+	dir := t.TempDir()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "golem test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	ca = writePEM(t, dir, "ca.pem", "CERTIFICATE", caDER)
+	issue := func(name string, serial int64, usage x509.ExtKeyUsage) (string, string) {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &k.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kder, err := x509.MarshalECPrivateKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return writePEM(t, dir, name+".pem", "CERTIFICATE", der), writePEM(t, dir, name+"-key.pem", "EC PRIVATE KEY", kder)
+	}
+	serverCert, serverKey := issue("server", 2, x509.ExtKeyUsageServerAuth)
+	cert, key = issue("client", 3, x509.ExtKeyUsageClientAuth)
+	server = transport.TLSInfo{CertFile: serverCert, KeyFile: serverKey, TrustedCAFile: ca, ClientCertAuth: true}
+	return server, ca, cert, key
+}
+
+func writePEM(t testing.TB, dir, name, kind string, der []byte) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

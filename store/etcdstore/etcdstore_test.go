@@ -244,3 +244,44 @@ func client(t *testing.T, c *etcdtest.Cluster) *clientv3.Client {
 	t.Cleanup(func() { cli.Close() })
 	return cli
 }
+
+// TestTLS reaches a member that requires TLS and a client certificate:
+// with TLSConfig's CA, certificate and key it opens; without the client
+// certificate, or without TLS, it does not.
+func TestTLS(t *testing.T) {
+	c := etcdtest.StartTLS(t)
+	cfg, secure, err := etcdstore.ParseURL(c.URL("tls"))
+	if err != nil || !secure {
+		t.Fatalf("ParseURL(%s) = %+v, %t, %v", c.URL("tls"), cfg, secure, err)
+	}
+	cfg.StartTimeout = time.Second
+	if cfg.TLS, err = etcdstore.TLSConfig(c.CAFile, c.CertFile, c.KeyFile); err != nil {
+		t.Fatal(err)
+	}
+	s, err := etcdstore.Open(cfg)
+	if err != nil {
+		t.Fatalf("open over TLS: %v", err)
+	}
+	if err := s.Save("k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	noCert := cfg
+	if noCert.TLS, err = etcdstore.TLSConfig(c.CAFile, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	plain := cfg
+	plain.TLS = nil
+	for name, cfg := range map[string]etcdstore.Config{"without a client certificate": noCert, "without TLS": plain} {
+		if s, err := etcdstore.Open(cfg); err == nil {
+			s.Close()
+			t.Errorf("opened %s", name)
+		}
+	}
+	if _, err := etcdstore.TLSConfig(c.CertFile+".missing", "", ""); err == nil || !strings.HasPrefix(err.Error(), "store_tls.ca: ") {
+		t.Errorf("a missing CA file: %v", err)
+	}
+	if _, err := etcdstore.TLSConfig(c.CAFile, c.CertFile, c.CAFile); err == nil || !strings.HasPrefix(err.Error(), "store_tls.cert, store_tls.key: ") {
+		t.Errorf("a key that is not the certificate's: %v", err)
+	}
+}
