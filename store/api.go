@@ -2,8 +2,10 @@
 // sessions and settings, seen platform event ids, turns in flight, the
 // approvals' audit trail, usage totals (per conversation, user, day and
 // month) and small adapter state (cursors, journals). Store is its
-// interface; Bolt, one bbolt file on one machine, is the default backend.
-// store/storetest is the conformance suite every backend passes.
+// interface; Bolt, one bbolt file on one machine, is the default backend,
+// and store/etcdstore keeps the same in etcd. store/storetest is the
+// conformance suite every backend passes. Key is the conversation key that
+// every call and record takes.
 package store
 
 import (
