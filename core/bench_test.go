@@ -74,7 +74,7 @@ func (s *signal) hit() {
 	}
 }
 
-func benchDispatcher(b *testing.B, eng engine.Engine, a core.Adapter, maxConcurrent int) *core.Dispatcher {
+func benchDispatcher(b testing.TB, eng engine.Engine, a core.Adapter, maxConcurrent int) *core.Dispatcher {
 	b.Helper()
 	st, err := store.Open(filepath.Join(b.TempDir(), "golem.db"))
 	if err != nil {

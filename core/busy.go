@@ -68,21 +68,23 @@ const queuedNote = "⏳ _%s cannot take messages while it answers; this one runs
 
 // steering is a running turn that takes messages (BusySteer on an engine
 // that can): Handle hands them to inbox, and one goroutine of the turn
-// (steerLoop) writes them to the run in order. Guarded by its
-// conversation's mu except run, user, userName, dir and wake, which are set
-// once.
+// (steerLoop, started with the first message: most turns get none) writes
+// them to the run in order. Guarded by its conversation's mu except run,
+// user, userName, dir and log, which are set once, and wake, set once with
+// done.
 type steering struct {
 	run      *engine.Run
 	user     string // whose message the turn answers
 	userName string
 	dir      string // the turn's working directory, for attachments
+	log      *slog.Logger
 	inbox    []Message
 	written  []Message // the messages Steer took, in order (see notTaken)
 	steered  int       // messages taken into the turn, for /status
 	stops    int       // how often /stop dropped inbox (see steerLoop)
 	ending   bool      // the turn is over: steerLoop empties inbox and ends
 	wake     chan struct{}
-	done     chan struct{} // closed when steerLoop has ended
+	done     chan struct{} // closed when steerLoop has ended; nil until it starts
 }
 
 func (s *steering) poke() {
@@ -125,6 +127,10 @@ func (d *Dispatcher) busy(c *conversation, m Message) (taken, tellQueued bool) {
 		return false, false // not started yet, ending, or behind waiting messages: queue
 	}
 	s.inbox = append(s.inbox, m)
+	if s.done == nil {
+		s.wake, s.done = make(chan struct{}, 1), make(chan struct{})
+		go d.steerLoop(c, s, s.log)
+	}
 	s.poke()
 	return true, false
 }
@@ -155,23 +161,24 @@ func (d *Dispatcher) startSteering(c *conversation, run *engine.Run, eng string,
 	if (d.opts.Busy != BusyDefault && d.opts.Busy != BusySteer) || !steerable(eng) {
 		return func() []Message { return nil }
 	}
-	s := &steering{run: run, user: m.User, userName: m.UserName, dir: dir,
-		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &steering{run: run, user: m.User, userName: m.UserName, dir: dir, log: log}
 	c.mu.Lock()
 	if c.running != nil {
 		c.running.steer = s
 	}
 	c.mu.Unlock()
-	go d.steerLoop(c, s, log)
 	return func() []Message {
 		c.mu.Lock()
-		s.ending = true
+		s.ending = true // no steerLoop starts after this
 		if c.running != nil && c.running.steer == s {
 			c.running.steer = nil
 		}
+		done := s.done
 		c.mu.Unlock()
-		s.poke()
-		<-s.done
+		if done != nil {
+			s.poke()
+			<-done
+		}
 		return s.written // steerLoop has ended: no more writes
 	}
 }

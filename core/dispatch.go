@@ -330,7 +330,11 @@ func (d *Dispatcher) work(c *conversation) {
 			return
 		}
 		m := c.queue[0]
+		c.queue[0] = Message{} // the array outlives the slice: keep nothing of m in it
 		c.queue = c.queue[1:]
+		if len(c.queue) == 0 {
+			c.queue = nil
+		}
 		ctx, stop, interrupt := turnContext(d.life)
 		c.running = &running{started: time.Now(), stop: stop, interrupt: interrupt, queued: true}
 		if d.opts.Busy == BusyInterrupt && len(c.queue) > 0 {

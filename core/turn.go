@@ -108,7 +108,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 		// Messages sent meanwhile may go into the run (BusySteer) until
 		// its terminal event; those it could not take queue after it.
 		endSteering := d.startSteering(c, run, set.engine, m, ws.Dir, log)
-		ask := &askState{m: m, key: key, mode: set.mode, run: run, anchor: out.anchor}
+		var ask *askState // made at the first request: most turns ask nothing
 		// One batch is what the engine had ready at once: one call to the
 		// output for many lines of the CLI.
 		for batch := run.Next(); batch != nil; batch = run.Next() {
@@ -118,6 +118,9 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 					if len(show) > 0 { // what the agent said before it asked goes first
 						out.add(show...)
 						show = show[:0]
+					}
+					if ask == nil {
+						ask = &askState{m: m, key: key, mode: set.mode, run: run, anchor: out.anchor}
 					}
 					d.askPermission(ask, ev)
 					continue // shown as a question, not as tool activity

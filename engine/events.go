@@ -35,7 +35,7 @@ const steadyWindows = 5
 type Run struct {
 	mu      sync.Mutex
 	pending []parser.Event
-	spare   []parser.Event // the batch Next returned last: pending's next buffer
+	spare   []parser.Event // the batch Next returned last, the caller's until the next Next
 	ended   bool           // the terminal event is pending or taken
 	taken   bool           // and has been taken
 	ready   chan struct{}  // capacity 1: something to take since the last Next
@@ -51,12 +51,37 @@ type Run struct {
 	control *control              // a CLI run that asks: its stdin
 }
 
-// firstBatch is room for the events of a run's first batch, which a short
-// answer's fit in: one allocation rather than one per doubling.
+// firstBatch is room for the events of a batch, which a short answer's
+// fit in: one allocation rather than one per doubling.
 const firstBatch = 8
 
+// maxPooled is the largest batch put back in batches: a rare huge one is
+// left to the collector rather than kept.
+const maxPooled = 256
+
+// batches holds the event batches of the runs that are not using one: a
+// run takes one when its CLI prints something and gives it back once its
+// consumer is done with it and waits (see Next), so that a run waiting
+// for its agent (a long tool, a permission answer) holds none, and a
+// steady stream still allocates no batch per read.
+var batches = sync.Pool{New: func() any {
+	b := make([]parser.Event, 0, firstBatch)
+	return &b
+}}
+
+func takeBatch() []parser.Event { return (*batches.Get().(*[]parser.Event))[:0] }
+
+func giveBatch(b []parser.Event) {
+	if cap(b) == 0 || cap(b) > maxPooled {
+		return
+	}
+	clear(b[:cap(b)])
+	b = b[:0]
+	batches.Put(&b)
+}
+
 func newRun(ctx context.Context, hold time.Duration) *Run {
-	return &Run{pending: make([]parser.Event, 0, firstBatch), ready: make(chan struct{}, 1), hold: hold,
+	return &Run{ready: make(chan struct{}, 1), hold: hold,
 		exited: make(chan struct{}), ctx: ctx, answers: make(chan PermissionAnswer)}
 }
 
@@ -71,10 +96,11 @@ func newRun(ctx context.Context, hold time.Duration) *Run {
 func (r *Run) Next() []parser.Event {
 	for {
 		r.mu.Lock()
+		giveBatch(r.spare) // the caller is done with it
+		r.spare = nil
 		if len(r.pending) > 0 {
 			out := r.pending
-			clear(r.spare) // the caller is done with it
-			r.pending, r.spare = r.spare[:0], out
+			r.pending, r.spare = nil, out
 			r.taken = r.ended
 			r.mu.Unlock()
 			return out
@@ -147,6 +173,9 @@ func (r *Run) push(evs ...parser.Event) {
 	for _, ev := range evs {
 		if r.ended {
 			break
+		}
+		if r.pending == nil {
+			r.pending = takeBatch()
 		}
 		r.pending = append(r.pending, ev)
 		r.ended = ev.Terminal()
