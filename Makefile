@@ -1,5 +1,6 @@
 # `make test` is THE test command: it installs what the tests need when it is
-# missing (staticcheck, the pinned Claude Code, Codex, Gemini and OpenCode CLIs, Chromium), then runs vet,
+# missing (staticcheck, the pinned Claude Code, Codex, Gemini and OpenCode CLIs, Chromium, bubblewrap
+# and socat for the sandbox), then runs vet,
 # staticcheck and the race-enabled tests. A fresh machine passes with it alone.
 
 CLAUDE_CODE_VERSION := 2.1.197
@@ -24,7 +25,7 @@ export GOLEM_OPENCODE_BIN := $(OPENCODE_BIN)
 export GOLEM_CHROMIUM_BIN ?= /usr/bin/chromium
 export GOLEM_REQUIRE_TOOLS := 1
 
-.PHONY: test check vet staticcheck tools chromium bench build
+.PHONY: test check vet staticcheck tools chromium sandbox-tools bench build
 
 test: tools vet staticcheck
 	go test -race -count=1 ./...
@@ -45,7 +46,7 @@ build:
 bench:
 	go test -run '^$$' -bench . -benchmem ./...
 
-tools: $(STATICCHECK) $(CLAUDE_BIN) $(CODEX_BIN) $(GEMINI_BIN) $(OPENCODE_BIN) chromium
+tools: $(STATICCHECK) $(CLAUDE_BIN) $(CODEX_BIN) $(GEMINI_BIN) $(OPENCODE_BIN) chromium sandbox-tools
 
 $(STATICCHECK):
 	GOBIN=$(TOOLS)/bin go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -65,6 +66,11 @@ $(GEMINI_BIN):
 $(OPENCODE_BIN):
 	npm install --prefix $(TOOLS)/opencode --no-audit --no-fund --loglevel=error opencode-ai@$(OPENCODE_VERSION)
 	test -x $(OPENCODE_BIN)
+
+sandbox-tools:
+	@command -v bwrap >/dev/null 2>&1 && command -v socat >/dev/null 2>&1 || { \
+		echo "installing Debian's bubblewrap and socat for the sandbox tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap socat >/dev/null; }
 
 chromium:
 	@command -v $(GOLEM_CHROMIUM_BIN) >/dev/null 2>&1 || { \

@@ -30,6 +30,7 @@ import (
 	"github.com/golem-chat/golem/adapters/telegram"
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/engine"
+	"github.com/golem-chat/golem/sandbox"
 	"github.com/golem-chat/golem/worktree"
 )
 
@@ -56,6 +57,9 @@ type Config struct {
 	PRCommand   string             `yaml:"pr_command"`   // what /pr runs in the worktree; {branch} is filled in
 
 	Access Access `yaml:"access"`
+
+	// Sandbox is how each agent is sandboxed (see package sandbox).
+	Sandbox sandbox.Config `yaml:"sandbox"`
 
 	// Context bounds what a turn is told of the chat before its message.
 	Context Context `yaml:"context"`
@@ -142,6 +146,9 @@ type Channel struct {
 	Permissions string `yaml:"permissions"` // a permissions.mode for this conversation
 	Model       string `yaml:"model"`
 	Workdir     string `yaml:"workdir"` // relative to the config file's folder
+	// Sandbox overrides sandbox: for this conversation: mode and network
+	// replace the global ones, allow_hosts and writable add to them.
+	Sandbox sandbox.Config `yaml:"sandbox"`
 }
 
 // StoreTLS are the files that reach etcd over TLS (store: etcds://...),
@@ -184,6 +191,7 @@ func Default() Config {
 		LogLevel:      "info",
 		Permissions:   Permissions{Mode: string(engine.ModeAsk), Timeout: 10 * time.Minute},
 		Isolation:     worktree.Shared,
+		Sandbox:       sandbox.Default(),
 		WorktreeTTL:   336 * time.Hour,
 		Engines:       map[string]engine.Settings{},
 		Slack:         slack.Config{APIURL: slack.DefaultAPIURL},
@@ -231,7 +239,7 @@ func (c *Config) Path(p string) string {
 func (c *Config) Overrides() (map[string]core.Override, error) {
 	out := make(map[string]core.Override, len(c.Channels))
 	for key, ch := range c.Channels {
-		o := core.Override{Engine: ch.Engine, Model: ch.Model, Permissions: engine.Mode(ch.Permissions)}
+		o := core.Override{Engine: ch.Engine, Model: ch.Model, Permissions: engine.Mode(ch.Permissions), Sandbox: ch.Sandbox}
 		if ch.Workdir != "" {
 			dir, err := filepath.Abs(c.Path(ch.Workdir))
 			if err != nil {

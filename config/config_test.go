@@ -1,9 +1,9 @@
 package config
 
 import (
-	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -211,8 +211,8 @@ func TestLoadConfigErrorsAreExact(t *testing.T) {
 		// section takes, never a Go type.
 		{"slack:\n  bot_token: x\n  bot_tokn: y\n", `line 3: slack.bot_tokn: unknown key "bot_tokn" (did you mean bot_token?); allowed here: api_url, app_token, bot_token`},
 		{"engine: claude-code\nslack: {bot_token: x, bot_tokn: y}\n", `line 2: slack.bot_tokn: unknown key "bot_tokn" (did you mean bot_token?)`},
-		{"channels:\n  \"slack:C1\":\n    enigne: cursor\n", `line 3: channels.slack:C1.enigne: unknown key "enigne" (did you mean engine?); allowed here: engine, model, permissions, workdir`},
-		{"channels: {\"slack:C1\": {enigne: cursor}}\n", `line 1: channels.slack:C1.enigne: unknown key "enigne" (did you mean engine?); allowed here: engine, model, permissions, workdir`},
+		{"channels:\n  \"slack:C1\":\n    enigne: cursor\n", `line 3: channels.slack:C1.enigne: unknown key "enigne" (did you mean engine?); allowed here: engine, model, permissions, sandbox, workdir`},
+		{"channels: {\"slack:C1\": {enigne: cursor}}\n", `line 1: channels.slack:C1.enigne: unknown key "enigne" (did you mean engine?); allowed here: engine, model, permissions, sandbox, workdir`},
 		{"timeout: 1m\nlimts:\n  x: 1\n", `line 2: limts: unknown key "limts" (did you mean limits?); allowed here: access,`},
 		{"engines:\n  no-such-cli: {}\n", `engines.no-such-cli: "no-such-cli" is not ` + engine.NamesText()},
 		{"engine: no-such-cli\n", `engine: "no-such-cli" is not ` + engine.NamesText()},
@@ -269,7 +269,7 @@ func TestConfigOverrides(t *testing.T) {
 		"slack:C1":      {Engine: "cursor", Model: "m", Workdir: filepath.Join(filepath.Dir(path), "proj"), Permissions: engine.ModeBypass},
 		"telegram:-100": {Workdir: "/abs"},
 	}
-	if !maps.Equal(got, want) {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("overrides = %+v, want %+v", got, want)
 	}
 }
@@ -300,6 +300,46 @@ engines:
 	for body, want := range map[string]string{
 		"slack: {bot_token: \"${GOLEM_TEST_SLACK}\"}\nengines:\n  codex: {pass_env: [GOLEM_TEST_SLACK]}\n": "engines.codex.pass_env[0]: GOLEM_TEST_SLACK is read by golem's own configuration (slack.bot_token)",
 		"engines:\n  codex: {pass_env: [\"A-B\"]}\n":                                                       `engines.codex.pass_env[0]: "A-B" is not a variable name`,
+	} {
+		_, err := Load(writeConfig(t, body), false)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err = %v, want %q", body, err, want)
+		}
+	}
+}
+
+// TestSandboxConfig: sandbox: and a channel's sandbox: are read, the
+// channel's override reaches its core.Override, and bad values name their
+// key.
+func TestSandboxConfig(t *testing.T) {
+	c, err := Load(writeConfig(t, `sandbox: {mode: on, network: allowlist, allow_hosts: [git.example.com, "10.0.0.1:8080"], writable: [/srv/cache]}
+channels:
+  "slack:C1": {sandbox: {network: open}}
+`), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Sandbox.Mode != "on" || len(c.Sandbox.AllowHosts) != 2 || c.Sandbox.Writable[0] != "/srv/cache" {
+		t.Errorf("sandbox = %+v", c.Sandbox)
+	}
+	o, err := c.Overrides()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o["slack:C1"].Sandbox.Network != "open" {
+		t.Errorf("the channel's sandbox = %+v", o["slack:C1"].Sandbox)
+	}
+	if d := Default(); d.Sandbox.Mode != "auto" || d.Sandbox.Network != "allowlist" {
+		t.Errorf("the default sandbox is %+v, want auto and allowlist", d.Sandbox)
+	}
+	for body, want := range map[string]string{
+		"sandbox: {mode: maybe}\n":                                         `sandbox.mode: "maybe" is not auto, on or off`,
+		"sandbox: {network: some}\n":                                       `sandbox.network: "some" is not allowlist, open or none`,
+		"sandbox: {allow_hosts: [\"https://x.example.com/\"]}\n":           `sandbox.allow_hosts[0]:`,
+		"sandbox: {writable: [cache]}\n":                                   `sandbox.writable[0]: "cache" must be an absolute path`,
+		"channels:\n  \"slack:C1\": {sandbox: {network: wide}}\n":          `channels.slack:C1.sandbox.network: "wide"`,
+		"channels:\n  \"slack:C1\": {sandbox: {allow_hosts: [\"a:b\"]}}\n": `channels.slack:C1.sandbox.allow_hosts[0]`,
+		"sandbox: {netwrk: open}\n":                                        `netwrk`,
 	} {
 		_, err := Load(writeConfig(t, body), false)
 		if err == nil || !strings.Contains(err.Error(), want) {

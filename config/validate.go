@@ -82,6 +82,17 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	if err := c.Sandbox.Validate("sandbox"); err != nil {
+		return err
+	}
+	if c.Sandbox.Mode == "" || c.Sandbox.Network == "" {
+		return fmt.Errorf("sandbox: mode and network must be set (auto and allowlist by default)")
+	}
+	for _, key := range keys {
+		if err := c.Channels[key].Sandbox.Validate("channels." + key + ".sandbox"); err != nil {
+			return err
+		}
+	}
 	if err := c.validatePermissions(keys); err != nil {
 		return err
 	}

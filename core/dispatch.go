@@ -16,6 +16,7 @@ import (
 	"github.com/golem-chat/golem/engine"
 	"github.com/golem-chat/golem/internal/relay"
 	"github.com/golem-chat/golem/parser"
+	"github.com/golem-chat/golem/sandbox"
 	"github.com/golem-chat/golem/store"
 	"github.com/golem-chat/golem/worktree"
 )
@@ -40,6 +41,9 @@ type Options struct {
 	// or its channel's workdir: that folder itself, or a git worktree of
 	// its own. nil is the folder itself.
 	Workdirs *worktree.Workspaces
+	// Sandbox runs each turn's agent in golem's sandbox (with the
+	// channel's Override.Sandbox); nil runs them unsandboxed.
+	Sandbox *sandbox.Sandbox
 	// PRCommand is what /pr runs in a conversation's worktree, {branch}
 	// replaced by its branch; "" and /pr explains how to set it.
 	PRCommand string

@@ -1,6 +1,9 @@
 package core
 
-import "github.com/golem-chat/golem/engine"
+import (
+	"github.com/golem-chat/golem/engine"
+	"github.com/golem-chat/golem/sandbox"
+)
 
 // Override changes a conversation's engine, model or working directory;
 // empty fields keep the dispatcher's defaults. A conversation's own
@@ -12,4 +15,7 @@ type Override struct {
 	// Permissions is the conversation's permissions mode; "" keeps
 	// Options.Permissions.Mode.
 	Permissions engine.Mode
+	// Sandbox overrides the sandbox for this conversation (its network,
+	// mode, and more allow_hosts and writable paths).
+	Sandbox sandbox.Config
 }

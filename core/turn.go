@@ -8,6 +8,7 @@ import (
 
 	"github.com/golem-chat/golem/engine"
 	"github.com/golem-chat/golem/parser"
+	"github.com/golem-chat/golem/sandbox"
 	"github.com/golem-chat/golem/store"
 )
 
@@ -16,6 +17,7 @@ import (
 type settings struct {
 	engine, model, workdir string
 	mode                   engine.Mode
+	sandbox                sandbox.Config // the channel's override of the sandbox
 }
 
 func (d *Dispatcher) settings(m Message, conv store.Conversation) settings {
@@ -24,6 +26,7 @@ func (d *Dispatcher) settings(m Message, conv store.Conversation) settings {
 	s.model = firstNonEmpty(conv.Model, o.Model, d.opts.Models[s.engine])
 	s.workdir = firstNonEmpty(o.Workdir, d.opts.Workspace)
 	s.mode = engine.Mode(firstNonEmpty(string(o.Permissions), string(d.opts.Permissions.Mode)))
+	s.sandbox = o.Sandbox
 	return s
 }
 
@@ -99,6 +102,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	run, err := eng.Run(turnCtx, engine.Turn{
 		Prompt: prompt, SessionID: conv.SessionID, Model: set.model, Workdir: ws.Dir, Files: files,
 		OnStart: out.started, Mode: set.mode,
+		Sandbox: d.opts.Sandbox.Turn(set.sandbox, sandbox.Place{Workdir: ws.Dir, Tree: ws.Tree, Repo: ws.Repo, Files: files}),
 	})
 	startErr := err
 	var firstText time.Time

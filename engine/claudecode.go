@@ -16,7 +16,9 @@ var claudeCodeSpec = Spec{
 	// Its key, base URL and settings (CLAUDE_CODE_*, CLAUDE_CONFIG_DIR,
 	// DISABLE_TELEMETRY, ...), and IS_SANDBOX, which lets root skip its
 	// permission checks.
-	Env:         []string{"ANTHROPIC_*", "CLAUDE_*", "DISABLE_*", "IS_SANDBOX", "MAX_THINKING_TOKENS", "BASH_*_TIMEOUT_MS"},
+	Env: []string{"ANTHROPIC_*", "CLAUDE_*", "DISABLE_*", "IS_SANDBOX", "MAX_THINKING_TOKENS", "BASH_*_TIMEOUT_MS"},
+	Sandbox: SandboxNeeds{State: claudeState, BaseURLEnv: []string{"ANTHROPIC_BASE_URL"},
+		APIHosts: []string{"api.anthropic.com:443", "console.anthropic.com:443"}},
 	NewSettings: func() Settings { return &ClaudeCodeSettings{} },
 	Credentials: Credentials{
 		KeyEnv: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"},

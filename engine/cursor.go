@@ -12,6 +12,7 @@ var cursorSpec = Spec{
 	InstallHint:    "install Cursor's CLI with `curl https://cursor.com/install -fsS | bash` (it puts `agent` in ~/.local/bin), or set the engine's command to the path of `agent`",
 	NewParser:      parser.NewCursor,
 	Env:            []string{"CURSOR_*"},
+	Sandbox:        SandboxNeeds{State: homeDirs(".cursor", ".config/cursor"), APIHosts: []string{"api2.cursor.sh:443", "api.cursor.com:443"}},
 	NewSettings:    func() Settings { return &CursorSettings{} },
 	Credentials: Credentials{
 		KeyEnv: []string{"CURSOR_API_KEY"},

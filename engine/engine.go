@@ -87,6 +87,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+
+	"github.com/golem-chat/golem/sandbox"
 )
 
 // ErrNotInstalled is wrapped by Lookup and Run when an engine's CLI cannot
@@ -150,6 +152,11 @@ type Turn struct {
 	// Keep it short: the run's output waits for it. Callers record the
 	// group so that a later golem can StopLeftover it.
 	OnStart func(Group)
+	// Sandbox, when set, is the sandbox the CLI runs in (bubblewrap, see
+	// package sandbox); nil runs it as it is. A sandbox that cannot be
+	// made fails Run; one whose bwrap fails ends the run with an error
+	// saying so.
+	Sandbox *sandbox.Turn
 }
 
 // Engine starts runs of one agent CLI. Implementations are safe for

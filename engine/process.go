@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/golem-chat/golem/parser"
+	"github.com/golem-chat/golem/sandbox"
 )
 
 // killGrace is how long a process group has between SIGTERM and SIGKILL
@@ -173,6 +174,9 @@ type process struct {
 	stdin  *os.File
 	prompt string
 
+	// jail is the process's sandbox, nil when it runs unsandboxed.
+	jail *sandbox.Jail
+
 	// Set by stop, which exec calls (once) when ctx is done; Wait returns
 	// only after it did.
 	stopAt time.Time
@@ -184,7 +188,12 @@ type process struct {
 func (p *process) stop() error {
 	p.stopAt = time.Now()
 	p.tree = descendants(p.cmd.Process.Pid)
-	err := signalGroup(p.cmd, syscall.SIGTERM)
+	var err error
+	if p.jail == nil {
+		err = signalGroup(p.cmd, syscall.SIGTERM)
+	} // else the group is bwrap alone, which would die at once and take the
+	// sandbox with it (SIGKILL): the CLI and its tools below get the
+	// SIGTERM, and bwrap ends when the CLI does.
 	for _, d := range p.tree {
 		d.signal(syscall.SIGTERM)
 	}
@@ -235,20 +244,41 @@ func (c *cli) start(ctx context.Context, path string, t Turn, key string) (*proc
 	// The process's own context: cancelled with the run's, or by follow
 	// when the CLI outstays resultGrace.
 	pctx, cancel := context.WithCancel(ctx)
-	cmd := exec.CommandContext(pctx, path, c.args(t, argPrompt)...)
+	args, env := c.args(t, argPrompt), c.env(key)
+	var jail *sandbox.Jail
+	if t.Sandbox != nil {
+		var err error
+		if jail, err = c.wrap(t.Sandbox, path, args, env); err != nil {
+			cancel()
+			if inR != nil {
+				inR.Close()
+				inW.Close()
+			}
+			return nil, fmt.Errorf("engine %s: start: the agent's sandbox: %w", c.name, err)
+		}
+		path, args, env = jail.Path, jail.Args, jail.Env
+		c.log.Debug("agent sandboxed", "bwrap", jail.Mounts())
+	}
+	cmd := exec.CommandContext(pctx, path, args...)
 	cmd.Stdin = stdin
 	cmd.Dir = t.Workdir
-	cmd.Env = c.env(key)
+	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &process{cmd: cmd, parser: c.newParser(), stdin: inW, cancel: cancel}
+	p := &process{cmd: cmd, parser: c.newParser(), stdin: inW, cancel: cancel, jail: jail}
+	if jail != nil {
+		cmd.ExtraFiles = jail.Extra
+	}
 	if t.SessionID != "" && c.resumeParser != nil {
 		p.parser = c.resumeParser(t.SessionID)
 	}
 	if c.interactive {
 		p.prompt = pr
 	}
-	closeStdin := func() { // and release the process's context
+	closeStdin := func() { // and release the process's context and sandbox
 		cancel()
+		if jail != nil {
+			jail.Close()
+		}
 		if inR != nil {
 			inR.Close()
 			inW.Close()
@@ -273,6 +303,9 @@ func (c *cli) start(ctx context.Context, path string, t Turn, key string) (*proc
 	err = cmd.Start()
 	outW.Close() // the child holds its own copies
 	errW.Close()
+	if jail != nil {
+		jail.AfterStart()
+	}
 	if inR != nil {
 		inR.Close()
 	}
@@ -283,6 +316,9 @@ func (c *cli) start(ctx context.Context, path string, t Turn, key string) (*proc
 			inW.Close()
 		}
 		cancel()
+		if jail != nil {
+			jail.Close()
+		}
 		return nil, fmt.Errorf("engine %s: start %s: %w", c.name, path, err)
 	}
 	c.log.Debug("agent started", "pid", cmd.Process.Pid, "workdir", t.Workdir, "resume", t.SessionID != "")
@@ -409,10 +445,21 @@ func (c *cli) follow(ctx context.Context, r *Run, p *process, mayRetry bool) (fi
 
 	reason := exitReason(p.cmd.ProcessState, waitErr)
 	exitedOK := p.cmd.ProcessState != nil && p.cmd.ProcessState.Success()
+	unjailed := false // the sandbox itself failed: the CLI never ran
+	if p.jail != nil {
+		unjailed = !p.jail.Started()
+		p.jail.Close()
+	}
 	log := c.log.With("pid", p.cmd.Process.Pid, "exit", reason, "duration_ms", time.Since(p.started).Milliseconds())
 	switch {
 	case parsed != nil:
 		final = *parsed
+	case unjailed && ctx.Err() == nil:
+		msg := "the agent's sandbox could not start (" + reason + ")"
+		if s := tail.String(); s != "" {
+			msg += ": " + s
+		}
+		final = parser.Event{Type: parser.Error, Message: redact(msg), Reason: parser.Failed}
 	case ctx.Err() != nil:
 		final = stopEvent(ctx)
 		if st, ok := p.parser.(parser.SessionTeller); ok {

@@ -41,6 +41,9 @@ type Spec struct {
 	// and settings from, given to it besides the common allowlist: names,
 	// or prefixes ending in * ("ANTHROPIC_*").
 	Env []string
+	// Sandbox says what golem's sandbox must leave the CLI: its state
+	// folders and its model API.
+	Sandbox SandboxNeeds
 	// NewParser returns a fresh parser for one run's stdout.
 	NewParser func() parser.Parser
 	// NewSettings returns the engine's section of bot.yaml

@@ -16,6 +16,7 @@ import (
 	"github.com/golem-chat/golem/engine"
 	"github.com/golem-chat/golem/internal/retry"
 	"github.com/golem-chat/golem/metrics"
+	"github.com/golem-chat/golem/sandbox"
 	"github.com/golem-chat/golem/store"
 	"github.com/golem-chat/golem/worktree"
 )
@@ -96,6 +97,10 @@ func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
+	sb, err := newSandbox(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	st, err := openStore(cfg)
 	if err != nil {
 		return nil, err
@@ -117,6 +122,7 @@ func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 		Store:         st,
 		Workspace:     workspace,
 		Workdirs:      workdirs,
+		Sandbox:       sb,
 		PRCommand:     cfg.PRCommand,
 		Scope:         cfg.SessionScope,
 		Allow:         cfg.Access.Allow,
@@ -178,6 +184,31 @@ func newWorkdirs(cfg config.Config, log *slog.Logger, workspace string, channels
 		}
 	}
 	return ws, nil
+}
+
+// newSandbox probes bubblewrap once and returns golem's sandbox: what no
+// agent sees is the store's folder (the worktrees come back one by one),
+// the configuration file and the files it names secrets in.
+func newSandbox(cfg config.Config, log *slog.Logger) (*sandbox.Sandbox, error) {
+	channels := map[string]sandbox.Config{}
+	for k, ch := range cfg.Channels {
+		channels[k] = ch.Sandbox
+	}
+	return sandbox.New(context.Background(), cfg.Sandbox, sandbox.Options{Hide: sandboxHidden(cfg), Channels: channels, Logger: log})
+}
+
+// sandboxHidden are the paths of golem's own that agents never see.
+func sandboxHidden(cfg config.Config) []string {
+	hide := []string{cfg.DataDir(), cfg.File()}
+	if !cfg.StoreIsEtcd() {
+		hide = append(hide, cfg.Path(cfg.Store))
+	}
+	for _, f := range []string{cfg.StoreTLS.CA, cfg.StoreTLS.Cert, cfg.StoreTLS.Key} {
+		if f != "" {
+			hide = append(hide, cfg.Path(f))
+		}
+	}
+	return hide
 }
 
 // worktreeRoot is where the conversations' worktrees live: beside the

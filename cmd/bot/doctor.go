@@ -94,6 +94,7 @@ func diagnose(ctx context.Context, cfg config.Config, lim doctorLimits) []findin
 	}{
 		{"store", func(ctx context.Context) []finding { return checkStore(cfg) }},
 		{"workspace", func(ctx context.Context) []finding { return checkWorkspaces(ctx, cfg, lim.probe) }},
+		{"sandbox", func(ctx context.Context) []finding { return []finding{checkSandbox(ctx, cfg)} }},
 	}
 	for _, e := range enginesToCheck(cfg) {
 		checks = append(checks, struct {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/golem-chat/golem/config"
 	"github.com/golem-chat/golem/engine"
+	"github.com/golem-chat/golem/sandbox"
 	"github.com/golem-chat/golem/store"
 	"github.com/golem-chat/golem/worktree"
 )
@@ -238,4 +239,32 @@ func checkEngine(ctx context.Context, e engineToCheck, probe time.Duration) find
 	default: // ErrNotInstalled says how to install it
 		return finding{name, v, err.Error()}
 	}
+}
+
+// checkSandbox says whether golem's sandbox works here as sandbox: asks:
+// bubblewrap found and able to make a sandbox, socat for network:
+// allowlist. With mode on a missing piece fails (golem would refuse to
+// start); with auto it is a note, since agents then run unsandboxed.
+func checkSandbox(ctx context.Context, cfg config.Config) finding {
+	f := finding{name: "sandbox"}
+	channels := map[string]sandbox.Config{}
+	for k, ch := range cfg.Channels {
+		channels[k] = ch.Sandbox
+	}
+	var st sandbox.Status
+	sb, err := sandbox.New(ctx, cfg.Sandbox, sandbox.Options{Channels: channels, Logger: slog.New(slog.DiscardHandler),
+		Probe: func(ctx context.Context) sandbox.Status { st = sandbox.Probe(ctx); return st }})
+	switch {
+	case err != nil:
+		f.v, f.text = fail, err.Error()
+	case sb.Off() != "":
+		f.v, f.text = note, "agents run WITHOUT a sandbox: "+sb.Off()
+	default:
+		f.v = pass
+		f.text = "bubblewrap works (" + st.Bwrap + "); network: " + string(cfg.Sandbox.Network)
+		if cfg.Sandbox.Network == sandbox.Allowlist && st.Socat != "" {
+			f.text += " through golem's proxy (socat " + st.Socat + ")"
+		}
+	}
+	return f
 }

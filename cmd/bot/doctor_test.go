@@ -13,6 +13,8 @@ import (
 	"github.com/golem-chat/golem/adapters/discord/discordtest"
 	"github.com/golem-chat/golem/adapters/slack/slacktest"
 	"github.com/golem-chat/golem/adapters/telegram/telegramtest"
+	"github.com/golem-chat/golem/config"
+	"github.com/golem-chat/golem/sandbox"
 	"github.com/golem-chat/golem/store"
 )
 
@@ -233,5 +235,28 @@ func TestDoctorWorktreeNeedsARepository(t *testing.T) {
 	l := line(out, "workspace")
 	if code == 0 || !strings.HasPrefix(l, "FAIL ") || !strings.Contains(l, "git") {
 		t.Fatalf("exit %d, line %q; want a FAIL asking for a git repository:\n%s", code, l, out)
+	}
+}
+
+// TestDoctorSandbox: bot doctor's sandbox line says it works where
+// bubblewrap does, and without bubblewrap fails with mode on (naming
+// sandbox.mode and what to install) and notes that agents run unsandboxed
+// with auto.
+func TestDoctorSandbox(t *testing.T) {
+	cfg := config.Default()
+	if st := sandbox.Probe(context.Background()); st.Works() && st.Socat != "" {
+		if f := checkSandbox(context.Background(), cfg); f.v != pass || !strings.Contains(f.text, "bubblewrap works") {
+			t.Errorf("where bubblewrap works: %v %s", f.v, f.text)
+		}
+	}
+	t.Setenv("PATH", t.TempDir()) // no bwrap there
+	f := checkSandbox(context.Background(), cfg)
+	if f.v != note || !strings.Contains(f.text, "WITHOUT a sandbox") || !strings.Contains(f.text, "install it") {
+		t.Errorf("auto without bubblewrap: %v %s", f.v, f.text)
+	}
+	cfg.Sandbox.Mode = sandbox.ModeOn
+	f = checkSandbox(context.Background(), cfg)
+	if f.v != fail || !strings.Contains(f.text, "sandbox.mode: on") || !strings.Contains(f.text, "bubblewrap is not installed") {
+		t.Errorf("on without bubblewrap: %v %s", f.v, f.text)
 	}
 }

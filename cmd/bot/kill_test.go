@@ -106,6 +106,10 @@ store: ./data/golem.db
 skills: ""
 access:
   allow: ["telegram:42"]
+# What this test stops is an agent left unsandboxed; a sandboxed one dies
+# with golem (bwrap --die-with-parent), and its child's pid is the
+# sandbox's own.
+sandbox: {mode: "off"}
 engines:
   claude-code: {command: %q, env: {FAKE_AGENT_LOG: %q}}
 telegram: {token: %q, api_url: %q}
@@ -190,11 +194,12 @@ store: ./data/golem.db
 skills: ""
 access:
   allow: ["slack:U1"]
+sandbox: {writable: [%q]} # the fake agent's log
 engines:
   claude-code: {command: %q, env: {FAKE_AGENT_LOG: %q}}
 slack: {bot_token: %q, app_token: %q, api_url: %q}
 http: {listen: ""}
-`, enginetest.Build(t), agentLog, slacktest.BotToken, slacktest.AppToken, sl.URL)
+`, dir, enginetest.Build(t), agentLog, slacktest.BotToken, slacktest.AppToken, sl.URL)
 	path := filepath.Join(dir, "bot.yaml")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,478 @@
+package sandbox
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Command is an agent's CLI as the engine would start it unsandboxed.
+type Command struct {
+	Path string   // the CLI, absolute
+	Args []string // without argv[0]
+	Env  []string // the whole environment (HOME in it)
+	// State are the folders the CLI keeps its own state in and writes
+	// (~/.claude, ~/.codex, ...); missing ones are made. StateEnv are
+	// variables the sandboxed CLI gets besides Env, to keep its state in
+	// those folders.
+	State    []string
+	StateEnv []string
+	// APIHosts are the host:port of its model API, which network:
+	// allowlist lets through besides allow_hosts.
+	APIHosts []string
+}
+
+// Jail is one started sandbox's command and what it holds: its proxy, the
+// socket's folder and the pipe bwrap reports on. Close it once the process
+// has exited.
+type Jail struct {
+	Path  string   // bwrap
+	Args  []string // without argv[0]
+	Env   []string
+	Extra []*os.File // ExtraFiles of the process: fd 3 is bwrap's status pipe
+
+	status  *os.File // read end of the status pipe
+	started chan bool
+	proxy   *Proxy
+	dir     string // the proxy socket's folder, removed by Close
+	turn    *Turn
+	once    sync.Once
+}
+
+// relayPort is the TCP port inside the sandbox where socat hands
+// connections to golem's proxy socket; each sandbox has its own loopback.
+const relayPort = 3128
+
+// proxyMount is where the proxy socket's folder appears inside (within the
+// sandbox's private /tmp).
+const proxyMount = "/tmp/.golem-proxy"
+
+// credentials are the paths below $HOME hidden from every agent: keys,
+// tokens and logins of other tools. The rest of $HOME stays visible,
+// read-only.
+var credentials = []string{
+	".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".config/gh", ".config/hub", ".config/glab-cli",
+	".netrc", ".git-credentials", ".docker", ".kube", ".npmrc", ".yarnrc", ".pypirc", ".pgpass", ".my.cnf",
+	".password-store", ".local/share/keyrings", ".vault-token", ".terraform.d", ".config/rclone", ".s3cfg",
+	".boto", ".cargo/credentials", ".cargo/credentials.toml", ".gem/credentials", ".config/op", ".m2/settings.xml",
+	".config/cursor", ".cursor", ".codex", ".gemini", ".claude", ".claude.json", ".local/share/opencode", ".config/opencode",
+}
+
+// sockets are host sockets that hand out more than the agent may have
+// (root through a container runtime, the user's session bus and agents).
+var sockets = []string{"/run/docker.sock", "/var/run/docker.sock", "/run/containerd", "/run/podman", "/run/user", "/etc/golem"}
+
+// Wrap returns the sandboxed command for c: bwrap around it, and, with
+// network: allowlist, golem's proxy listening on a socket bound into the
+// sandbox. An error means nothing was started (a state folder that
+// cannot be made, a proxy that cannot listen).
+func (t *Turn) Wrap(c Command) (*Jail, error) {
+	home := getenv(c.Env, "HOME")
+	var b builder
+	b.args = []string{"--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"}
+	if t.policy.Network != Open {
+		b.args = append(b.args, "--unshare-net")
+	}
+	b.args = append(b.args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
+
+	// Hidden: golem's own files, credentials in $HOME, then what belongs
+	// to the other conversations. The CLI's own state comes back below.
+	for _, h := range t.s.hide {
+		b.mask(h)
+	}
+	if home != "" && home != "/" {
+		for _, rel := range credentials {
+			b.mask(filepath.Join(home, rel))
+		}
+	}
+	for _, s := range sockets {
+		b.mask(s)
+	}
+	pl := t.place
+	var git gitPaths
+	if pl.Tree != "" {
+		var err error
+		if git, err = worktreeGit(pl.Tree); err != nil {
+			return nil, fmt.Errorf("sandbox: worktree %s: %w", pl.Tree, err)
+		}
+		b.mask(filepath.Dir(pl.Tree))                  // the other conversations' worktrees
+		b.mask(filepath.Join(git.common, "worktrees")) // and their git folders
+		if pl.Repo != "" {
+			b.mask(filepath.Join(pl.Repo, "inbox")) // attachments waiting for other conversations
+			b.mask(filepath.Join(pl.Repo, "outbox"))
+		}
+	}
+
+	// Writable.
+	if pl.Tree != "" {
+		b.bind(pl.Tree)
+		b.bind(git.dir)
+		b.bind(filepath.Join(git.common, "objects"))
+		if git.refDir != "" {
+			b.bind(git.refDir)
+			for _, other := range git.otherRefs {
+				b.roBind(other) // the other branches' refs stay as they are
+			}
+		}
+		if git.reflog != "" {
+			b.bind(git.reflog)
+		}
+	} else {
+		b.bind(pl.Workdir)
+		inbox := filepath.Join(pl.Workdir, "inbox")
+		if isDir(inbox) { // shared: only this turn's attachments
+			b.mask(inbox)
+			for _, f := range pl.Files {
+				if strings.HasPrefix(f, inbox+"/") {
+					b.roBind(f)
+				}
+			}
+		}
+	}
+	if pl.Tree != "" && pl.Workdir != "" && !within(pl.Workdir, pl.Tree) {
+		b.bind(pl.Workdir)
+	}
+	for _, st := range c.State {
+		if _, err := os.Lstat(st); errors.Is(err, fs.ErrNotExist) {
+			if err := os.MkdirAll(st, 0o700); err != nil {
+				return nil, fmt.Errorf("sandbox: make the CLI's state folder: %w", err)
+			}
+		}
+		b.bind(st)
+	}
+	for _, w := range t.policy.Writable {
+		if _, err := os.Stat(w); err != nil {
+			t.s.log.Warn("sandbox: a sandbox.writable path is missing; the agent runs without it", "path", w)
+			continue
+		}
+		b.bind(w)
+	}
+	// The CLI itself, where the private /tmp or a mask would hide it.
+	for _, p := range []string{c.Path, realpath(c.Path)} {
+		if within(p, "/tmp") {
+			b.roBind(filepath.Dir(p))
+		}
+	}
+
+	env := withoutProxies(c.Env)
+	env = append(env, c.StateEnv...)
+	env = append(env, "TMPDIR=/tmp")
+	j := &Jail{turn: t, started: make(chan bool, 1)}
+	if t.policy.Network == Allowlist {
+		if err := j.listen(append(slices.Clone(c.APIHosts), t.policy.AllowHosts...)); err != nil {
+			return nil, err
+		}
+		b.args = append(b.args, "--bind", j.dir, proxyMount)
+		url := "http://127.0.0.1:" + strconv.Itoa(relayPort)
+		for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy"} {
+			env = append(env, k+"="+url)
+		}
+	}
+	b.emit()
+	if c.Path != "" {
+		b.args = append(b.args, "--chdir", pl.Workdir)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		j.Close()
+		return nil, fmt.Errorf("sandbox: status pipe: %w", err)
+	}
+	j.status, j.Extra = r, []*os.File{w}
+	b.args = append(b.args, "--json-status-fd", "3", "--")
+	if t.policy.Network == Allowlist {
+		b.args = append(b.args, "/bin/sh", "-c", relayScript, "golem-sandbox", t.s.st.Socat, c.Path)
+	} else {
+		b.args = append(b.args, c.Path)
+	}
+	b.args = append(b.args, c.Args...)
+	j.Path, j.Args, j.Env = t.s.st.Bwrap, b.args, env
+	go j.watch()
+	t.s.mu.Lock()
+	t.s.runs++
+	t.s.mu.Unlock()
+	return j, nil
+}
+
+// relayScript starts socat relaying 127.0.0.1:3128 inside the sandbox to
+// golem's proxy socket, waits (reading /proc/net/tcp with shell builtins
+// only) until it listens, and execs the CLI. $1 is socat, $2... the CLI.
+var relayScript = `s=$1; shift
+"$s" -b 131072 TCP-LISTEN:` + strconv.Itoa(relayPort) + `,bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:` + proxyMount + `/proxy.sock &
+i=0
+while :; do
+  while read -r _ l _ st _; do
+    [ "$l" = "0100007F:` + fmt.Sprintf("%04X", relayPort) + `" ] && [ "$st" = 0A ] && break 2
+  done < /proc/net/tcp
+  i=$((i+1))
+  [ $i -gt 20000 ] && { echo "golem's sandbox: the proxy relay (socat) did not start" >&2; exit 125; }
+done
+exec "$@"`
+
+// Mounts is bwrap's arguments up to the command, for a debug log.
+func (j *Jail) Mounts() string {
+	if i := slices.Index(j.Args, "--"); i >= 0 {
+		return strings.Join(j.Args[:i], " ")
+	}
+	return strings.Join(j.Args, " ")
+}
+
+// listen starts the turn's proxy on a socket in a folder of its own.
+func (j *Jail) listen(hosts []string) error {
+	p, err := NewProxy(hosts, j.turn.s.log)
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "golem-proxy-")
+	if err != nil {
+		return fmt.Errorf("sandbox: proxy folder: %w", err)
+	}
+	j.dir = dir
+	// The CLI may run as another uid inside (bwrap maps ours): the socket
+	// is ours alone on the host, the folder is not listable by others.
+	l, err := net.Listen("unix", filepath.Join(dir, "proxy.sock"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return fmt.Errorf("sandbox: proxy socket: %w", err)
+	}
+	j.proxy = p
+	go p.Serve(l)
+	return nil
+}
+
+// watch reads bwrap's status pipe: a child-pid line once the sandbox is
+// made and the command about to run.
+func (j *Jail) watch() {
+	sc := bufio.NewScanner(j.status)
+	ok := false
+	for sc.Scan() {
+		var st struct {
+			ChildPID int `json:"child-pid"`
+		}
+		if json.Unmarshal(sc.Bytes(), &st) == nil && st.ChildPID > 0 && !ok {
+			ok = true
+			j.started <- true
+		}
+	}
+	if !ok {
+		j.started <- false
+	}
+	j.status.Close()
+}
+
+// Started reports, once the process has exited, whether the sandbox was
+// made and the CLI started in it: false means bwrap itself failed (its
+// stderr says why).
+func (j *Jail) Started() bool {
+	ok := <-j.started
+	j.started <- ok
+	return ok
+}
+
+// Started is called by the engine right after the process started: the
+// parent's copy of the status pipe's write end must go.
+func (j *Jail) AfterStart() {
+	for _, f := range j.Extra {
+		f.Close()
+	}
+}
+
+// Close stops the proxy and removes its socket. It may be called more
+// than once.
+func (j *Jail) Close() {
+	j.once.Do(func() {
+		j.AfterStart()
+		if j.proxy != nil {
+			j.proxy.Close()
+		}
+		if j.dir != "" {
+			os.RemoveAll(j.dir)
+		}
+		if j.turn != nil && j.Path != "" {
+			j.turn.s.mu.Lock()
+			j.turn.s.runs--
+			j.turn.s.mu.Unlock()
+		}
+	})
+}
+
+// builder collects bwrap's mount arguments and emits them in an order
+// that works whatever nests in what (emit).
+type builder struct {
+	args                  []string
+	binds, masks, roBinds []string
+}
+
+// mask hides p: a folder becomes an empty read-only one, a file an empty
+// read-only one; a missing p needs nothing.
+func (b *builder) mask(p string) {
+	if _, err := os.Stat(p); err == nil && !slices.Contains(b.masks, p) {
+		b.masks = append(b.masks, p)
+	}
+}
+
+// bind makes p writable.
+func (b *builder) bind(p string) {
+	if p != "" && !slices.Contains(b.binds, p) {
+		b.binds = append(b.binds, p)
+	}
+}
+
+// roBind shows p read-only where a mask or the private /tmp hides it.
+func (b *builder) roBind(p string) {
+	if p != "" {
+		b.roBinds = append(b.roBinds, p)
+	}
+}
+
+// emit appends the mounts: the writable binds (parents first); then the
+// masks (parents first), each followed by the binds below it again, so
+// that a mask hides what a bind around it shows (the store kept in the
+// workspace) and a bind inside a mask shows through it (a worktree in the
+// hidden store's folder); a mask that is itself bound writable (the CLI's
+// state folder among the credentials) is left out; then the read-only
+// binds; last, the masked folders turn read-only (not earlier: the binds
+// inside them need their mount points made).
+func (b *builder) emit() {
+	byDepth := func(ps []string) []string {
+		out := slices.Clone(ps)
+		slices.SortStableFunc(out, func(x, y string) int { return len(x) - len(y) })
+		return out
+	}
+	binds := byDepth(b.binds)
+	for _, p := range binds {
+		b.args = append(b.args, "--bind", p, p)
+	}
+	var late []string
+	for _, m := range byDepth(b.masks) {
+		if slices.Contains(binds, m) {
+			continue
+		}
+		if isDir(m) {
+			b.args = append(b.args, "--tmpfs", m)
+			late = append(late, "--remount-ro", m)
+		} else {
+			b.args = append(b.args, "--ro-bind", "/dev/null", m)
+		}
+		for _, p := range binds {
+			if p != m && within(p, m) {
+				b.args = append(b.args, "--bind", p, p)
+			}
+		}
+	}
+	for _, p := range b.roBinds {
+		b.args = append(b.args, "--ro-bind", p, p)
+	}
+	b.args = append(b.args, late...)
+}
+
+// gitPaths are what git needs to commit in a worktree.
+type gitPaths struct {
+	dir       string   // the worktree's own git folder, .git/worktrees/<name>
+	common    string   // the main repository's .git
+	refDir    string   // the folder of its branch's ref (refs/heads/golem)
+	otherRefs []string // the other refs in that folder
+	reflog    string   // its branch's reflog, when there is one
+}
+
+// worktreeGit reads tree's .git file, its commondir and HEAD.
+func worktreeGit(tree string) (gitPaths, error) {
+	var g gitPaths
+	b, err := os.ReadFile(filepath.Join(tree, ".git"))
+	if err != nil {
+		return g, err
+	}
+	dir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if !ok {
+		return g, errors.New(".git is not a worktree's gitdir file")
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(tree, dir)
+	}
+	g.dir = filepath.Clean(dir)
+	common := "../.."
+	if b, err := os.ReadFile(filepath.Join(g.dir, "commondir")); err == nil {
+		common = strings.TrimSpace(string(b))
+	}
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(g.dir, common)
+	}
+	g.common = filepath.Clean(common)
+	head, err := os.ReadFile(filepath.Join(g.dir, "HEAD"))
+	if err != nil {
+		return g, err
+	}
+	ref, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: ")
+	if !ok || !strings.HasPrefix(ref, "refs/heads/") || strings.Contains(ref, "..") {
+		return g, nil // a detached HEAD commits into the worktree's own folder only
+	}
+	g.refDir = filepath.Join(g.common, filepath.Dir(ref))
+	if err := os.MkdirAll(g.refDir, 0o755); err != nil {
+		return g, err
+	}
+	own := filepath.Join(g.common, ref)
+	entries, _ := os.ReadDir(g.refDir)
+	for _, e := range entries {
+		if p := filepath.Join(g.refDir, e.Name()); p != own {
+			g.otherRefs = append(g.otherRefs, p)
+		}
+	}
+	if log := filepath.Join(g.common, "logs", ref); isFile(log) {
+		g.reflog = log
+	}
+	return g, nil
+}
+
+func getenv(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
+			v = val
+		}
+	}
+	return v
+}
+
+// withoutProxies is env without the proxy variables, which the sandbox
+// sets itself (allowlist) or has no use for.
+func withoutProxies(env []string) []string {
+	out := make([]string, 0, len(env)+8)
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch strings.ToUpper(k) {
+		case "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "TMPDIR":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
+func realpath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}

@@ -1,0 +1,227 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// need returns golem's sandbox for cfg, or skips the test where bwrap
+// cannot work (GOLEM_REQUIRE_TOOLS makes that a failure, as make test sets).
+func need(t *testing.T, cfg Config, o Options) *Sandbox {
+	t.Helper()
+	st := Probe(context.Background())
+	if !st.Works() || st.Socat == "" {
+		if os.Getenv("GOLEM_REQUIRE_TOOLS") == "1" {
+			t.Fatalf("the sandbox cannot work here: %v (socat %q)", st.Err, st.Socat)
+		}
+		t.Skipf("the sandbox cannot work here: %v (socat %q)", st.Err, st.Socat)
+	}
+	if cfg.Mode == "" {
+		cfg.Mode = ModeOn
+	}
+	s, err := New(context.Background(), cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// logs is a slog handler that keeps what was logged.
+type logs struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// run runs script with /bin/sh in turn's sandbox and returns what it
+// printed and its error.
+func run(t *testing.T, turn *Turn, env []string, script string) (string, error) {
+	t.Helper()
+	j, err := turn.Wrap(Command{Path: "/bin/sh", Args: []string{"-c", script}, Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	cmd := exec.Command(j.Path, j.Args...)
+	cmd.Env = j.Env
+	cmd.ExtraFiles = j.Extra
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	j.AfterStart()
+	err = cmd.Wait()
+	if !j.Started() {
+		t.Fatalf("the sandbox did not start: %s", out.String())
+	}
+	return out.String(), err
+}
+
+// fixture is a host with a home holding credentials, golem's store and
+// config, and a shared workspace with another conversation's attachment.
+type fixture struct {
+	home, store, config, work, outside string
+	env                                []string
+}
+
+func newFixture(t *testing.T) fixture {
+	// Outside /tmp, which the sandbox replaces by its own.
+	root, err := os.MkdirTemp("/var/tmp", "golem-sandbox-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	f := fixture{home: filepath.Join(root, "home"), store: filepath.Join(root, "data"), config: filepath.Join(root, "bot.yaml"),
+		work: filepath.Join(root, "workspace"), outside: filepath.Join(root, "elsewhere")}
+	for path, body := range map[string]string{
+		filepath.Join(f.home, ".ssh", "id_ed25519"):     "PRIVATE KEY",
+		filepath.Join(f.home, ".aws", "credentials"):    "aws-secret",
+		filepath.Join(f.home, ".config", "gh", "hosts"): "gh-secret",
+		filepath.Join(f.home, ".netrc"):                 "machine x password netrc-secret",
+		filepath.Join(f.home, ".docker", "config.json"): "docker-secret",
+		filepath.Join(f.home, "notes.txt"):              "visible notes",
+		filepath.Join(f.store, "golem.db"):              "store-secret",
+		f.config:                                        "slack: {bot_token: xoxb-secret}",
+		filepath.Join(f.work, "README"):                 "the workspace",
+		filepath.Join(f.work, "inbox", "theirs.txt"):    "another conversation's file",
+		filepath.Join(f.work, "inbox", "mine.txt"):      "this turn's file",
+		filepath.Join(f.outside, "file"):                "outside",
+	} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.env = []string{"PATH=/usr/bin:/bin", "HOME=" + f.home}
+	return f
+}
+
+// TestFiles: on isolation: shared the agent writes its workspace and its
+// state folder, reads the rest of the host and of $HOME read-only (a
+// write fails with the file system's error), and sees neither the store,
+// the config file, the credentials in $HOME nor another conversation's
+// attachment; /tmp is its own; golem's processes are not in its /proc.
+func TestFiles(t *testing.T) {
+	f := newFixture(t)
+	s := need(t, Config{Network: None}, Options{Hide: []string{f.store, f.config, filepath.Join(f.work, "data")}})
+	turn := s.Turn(Config{}, Place{Workdir: f.work, Files: []string{filepath.Join(f.work, "inbox", "mine.txt")}})
+	hostTmp := t.TempDir()
+	os.WriteFile(filepath.Join(hostTmp, "host-file"), []byte("host tmp"), 0o644)
+	script := fmt.Sprintf(`
+echo new > %[1]s/made-inside && echo workdir-writable
+cat %[1]s/inbox/mine.txt; echo
+cat %[1]s/inbox/theirs.txt 2>/dev/null || echo theirs-hidden
+cat %[2]s/notes.txt; echo
+echo x > %[2]s/new-file 2>&1 || echo home-readonly
+echo x > %[3]s/file 2>&1 || echo outside-readonly
+cat %[1]s/data/golem.db 2>&1
+cat %[2]s/.ssh/id_ed25519 %[2]s/.aws/credentials %[2]s/.config/gh/hosts %[2]s/.netrc %[2]s/.docker/config.json %[4]s/golem.db %[5]s 2>&1
+ls -A %[4]s | wc -l
+ls %[6]s 2>&1 || true
+echo t > /tmp/scratch && echo tmp-writable
+ls /proc | grep -c '^[0-9]'
+`, f.work, f.home, f.outside, f.store, f.config, hostTmp)
+	out, err := run(t, turn, f.env, script)
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, want := range []string{"workdir-writable", "this turn's file", "theirs-hidden", "visible notes",
+		"home-readonly", "outside-readonly", "Read-only file system", "tmp-writable"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, secret := range []string{"PRIVATE KEY", "aws-secret", "gh-secret", "netrc-secret", "docker-secret", "store-secret", "store-in-workspace-secret", "xoxb-secret", "host-file", "another conversation"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("the agent saw %q:\n%s", secret, out)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(f.work, "made-inside")); err != nil || string(b) != "new\n" {
+		t.Errorf("the workspace file made inside: %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(f.home, "new-file")); err == nil {
+		t.Error("a write to $HOME landed")
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if n := lines[len(lines)-1]; n != "3" && n != "2" && n != "4" { // bwrap, sh, ls (and grep)
+		t.Errorf("%s processes in the sandbox's /proc, want only its own", n)
+	}
+}
+
+// TestNetwork: allowlist lets through the model API host and allow_hosts
+// (by IP and port) through golem's proxy, and refuses the rest with a 403
+// naming sandbox.allow_hosts and a warn log with the host only; none has
+// no network; open has the host's.
+func TestNetwork(t *testing.T) {
+	f := newFixture(t)
+	hello := func(name string) *httptest.Server {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello from "+name) }))
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	api, allowed, refused := hello("api"), hello("allowed"), hello("refused")
+	hostport := func(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "http://") }
+	var log logs
+	s := need(t, Config{AllowHosts: []string{hostport(allowed)}}, Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	curl := func(turn *Turn, url string, hosts ...string) string {
+		j, err := turn.Wrap(Command{Path: "/usr/bin/curl", Args: []string{"-sS", "-m", "20", url + "/secret/path"}, Env: f.env, APIHosts: hosts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		cmd := exec.Command(j.Path, j.Args...)
+		cmd.Env, cmd.ExtraFiles = j.Env, j.Extra
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	place := Place{Workdir: f.work}
+	turn := s.Turn(Config{}, place)
+	if got := curl(turn, api.URL, hostport(api)); got != "hello from api" {
+		t.Errorf("the model API: %q", got)
+	}
+	if got := curl(turn, allowed.URL); got != "hello from allowed" {
+		t.Errorf("an allowed host: %q", got)
+	}
+	got := curl(turn, refused.URL)
+	if !strings.Contains(got, "sandbox.allow_hosts") || strings.Contains(got, "hello") {
+		t.Errorf("a refused host: %q", got)
+	}
+	if l := log.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, "host=127.0.0.1") || strings.Contains(l, "secret") {
+		t.Errorf("the refusal's log: %s", l)
+	}
+	// A channel that allows the refused one.
+	if got := curl(s.Turn(Config{AllowHosts: []string{hostport(refused)}}, place), refused.URL); got != "hello from refused" {
+		t.Errorf("a host the channel allows: %q", got)
+	}
+	if got := curl(s.Turn(Config{Network: None}, place), api.URL, hostport(api)); strings.Contains(got, "hello") {
+		t.Errorf("network none reached the model API: %q", got)
+	}
+	if got := curl(s.Turn(Config{Network: Open}, place), refused.URL); got != "hello from refused" {
+		t.Errorf("network open: %q", got)
+	}
+}

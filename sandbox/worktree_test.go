@@ -1,0 +1,73 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v: %s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestWorktree: with isolation: worktree the agent commits on its own
+// branch in its own worktree, and writes nothing else of the repository:
+// not the main checkout's files, not another branch's ref, not
+// .git/hooks; another conversation's worktree is not there at all.
+func TestWorktree(t *testing.T) {
+	f := newFixture(t)
+	repo := f.work
+	git(t, repo, "init", "-q", "-b", "main")
+	git(t, repo, "add", "README")
+	git(t, repo, "commit", "-q", "-m", "first")
+	root := filepath.Join(f.store, "worktrees", "repo-1")
+	mine, theirs := filepath.Join(root, "mine"), filepath.Join(root, "theirs")
+	git(t, repo, "worktree", "add", "-q", "-b", "golem/mine", mine)
+	git(t, repo, "worktree", "add", "-q", "-b", "golem/theirs", theirs)
+	os.WriteFile(filepath.Join(theirs, "their-work.txt"), []byte("their secret work"), 0o644)
+	theirRef := git(t, repo, "rev-parse", "golem/theirs")
+	status := git(t, repo, "status", "--porcelain")
+
+	s := need(t, Config{Network: None}, Options{Hide: []string{f.store, f.config}})
+	turn := s.Turn(Config{}, Place{Workdir: mine, Tree: mine, Repo: repo})
+	env := append(f.env, "GIT_AUTHOR_NAME=agent", "GIT_AUTHOR_EMAIL=a@a", "GIT_COMMITTER_NAME=agent", "GIT_COMMITTER_EMAIL=a@a")
+	out, err := run(t, turn, env, `
+echo change > work.txt && git add work.txt && git commit -q -m "agent's commit" && echo committed
+echo x >> `+repo+`/README 2>/dev/null || echo main-checkout-readonly
+git update-ref refs/heads/golem/theirs HEAD 2>/dev/null || echo their-ref-readonly
+git branch new-branch 2>/dev/null || echo new-branch-refused
+echo x > `+repo+`/.git/hooks/pre-commit 2>/dev/null || echo hooks-readonly
+cat `+theirs+`/their-work.txt 2>/dev/null || echo theirs-hidden
+ls `+root+`
+`)
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, want := range []string{"committed", "main-checkout-readonly", "their-ref-readonly", "new-branch-refused", "hooks-readonly", "theirs-hidden"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "their secret work") {
+		t.Errorf("the agent read another conversation's worktree:\n%s", out)
+	}
+	if got := git(t, repo, "log", "-1", "--format=%s", "golem/mine"); got != "agent's commit" {
+		t.Errorf("golem/mine's last commit is %q, want the agent's", got)
+	}
+	if got := git(t, repo, "rev-parse", "golem/theirs"); got != theirRef {
+		t.Errorf("golem/theirs moved to %s", got)
+	}
+	if got := git(t, repo, "status", "--porcelain"); got != status {
+		t.Errorf("the main checkout changed: %s", got)
+	}
+}
