@@ -32,7 +32,10 @@ type Cluster struct {
 	// With StartTLS: the CA of the members' certificates, and a client
 	// certificate and key it signed, which the members require.
 	CAFile, CertFile, KeyFile string
-	members                   []*embed.Etcd
+
+	mu      sync.Mutex // guards members
+	members []*embed.Etcd
+	cfgs    []*embed.Config
 }
 
 // URL is the store: value that reaches the cluster with prefix.
@@ -92,6 +95,7 @@ func start(t testing.TB, n int, secure bool) *Cluster {
 		wg.Go(func() { c.members[i], errs[i] = embed.StartEtcd(cfg) })
 	}
 	wg.Wait()
+	c.cfgs = cfgs
 	t.Cleanup(c.stop)
 	for i, err := range errs {
 		if err != nil {
@@ -111,10 +115,45 @@ func start(t testing.TB, n int, secure bool) *Cluster {
 }
 
 func (c *Cluster) stop() {
-	for _, m := range c.members {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, m := range c.members {
 		if m != nil {
 			m.Close()
+			c.members[i] = nil
 		}
+	}
+}
+
+// Stop stops member i, as a machine lost would; Restart brings it back.
+func (c *Cluster) Stop(i int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m := c.members[i]; m != nil {
+		m.Close()
+		c.members[i] = nil
+	}
+}
+
+// Restart starts member i again, on its data and addresses, and returns
+// once it serves (which needs a quorum of the cluster up).
+func (c *Cluster) Restart(t testing.TB, i int) {
+	t.Helper()
+	cfg := c.cfgs[i]
+	cfg.ClusterState = embed.ClusterStateFlagExisting
+	m, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatalf("etcdtest: restart member %d: %v", i, err)
+	}
+	c.mu.Lock()
+	c.members[i] = m
+	c.mu.Unlock()
+	select {
+	case <-m.Server.ReadyNotify():
+	case err := <-m.Err():
+		t.Fatalf("etcdtest: member %d: %v", i, err)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("etcdtest: member %d not ready 30 s after its restart", i)
 	}
 }
 

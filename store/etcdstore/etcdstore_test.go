@@ -285,3 +285,49 @@ func TestTLS(t *testing.T) {
 		t.Errorf("a key that is not the certificate's: %v", err)
 	}
 }
+
+// TestQuorumLoss: with two of three members down a call fails once its
+// timeout has passed, instead of hanging, and the store works again once
+// a quorum is back, on the same connection.
+func TestQuorumLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 3-member cluster")
+	}
+	c := etcdtest.Start(t, 3)
+	s, err := etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints, Prefix: "quorum", Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Save("k", []byte("before")); err != nil {
+		t.Fatal(err)
+	}
+	c.Stop(1)
+	c.Stop(2)
+	start := time.Now()
+	err = s.Save("k", []byte("lost"))
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("a save without a quorum took %v; its timeout is 1 s", took)
+	}
+	if err == nil || !strings.HasPrefix(err.Error(), "store: save k: ") {
+		t.Fatalf("a save without a quorum: %v, want a store error", err)
+	}
+	if _, err := s.Load("k"); err == nil {
+		t.Error("a read without a quorum answered (reads are linearizable)")
+	}
+	c.Restart(t, 1)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := s.Save("k", []byte("after"))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the store still fails 20 s after the quorum came back: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond) // the client reconnects on its own
+	}
+	if v, err := s.Load("k"); err != nil || string(v) != "after" {
+		t.Errorf("after the quorum came back: %q, %v", v, err)
+	}
+}
