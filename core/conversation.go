@@ -34,6 +34,10 @@ type conversation struct {
 	// toldNoSteer: the conversation was told that its engine cannot take
 	// messages while it answers (BusySteer), so it is told once.
 	toldNoSteer bool
+	// exiting is closed once the last turn's agent has exited, while it
+	// is on its way out after its answer (nil otherwise): the next turn
+	// prepares meanwhile and starts its own agent only after it.
+	exiting <-chan struct{}
 }
 
 type running struct {
@@ -51,8 +55,13 @@ type running struct {
 	queued bool
 }
 
-// idle reports whether nothing runs or waits in c. Called with c.mu held.
-func (c *conversation) idle() bool { return c.running == nil && len(c.queue) == 0 }
+// working reports whether c has a turn running or messages waiting: its
+// worker goroutine is on. Called with c.mu held.
+func (c *conversation) working() bool { return c.running != nil || len(c.queue) > 0 }
+
+// idle reports whether nothing runs, exits or waits in c: it may be
+// forgotten. Called with c.mu held.
+func (c *conversation) idle() bool { return !c.working() && c.exiting == nil }
 
 // engine is the running turn's engine, "" when none runs or it is not
 // known yet. Called with c.mu held.

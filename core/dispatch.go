@@ -288,7 +288,7 @@ func (d *Dispatcher) Handle(_ context.Context, m Message) {
 	c := d.conversationLocked(key)
 	c.mu.Lock() // before d.mu is let go: Close, once closing, finds m queued or refused
 	d.mu.Unlock()
-	busy := !c.idle()
+	busy := c.working()
 	tellQueued := false
 	if busy {
 		var steered bool
@@ -344,7 +344,7 @@ func (d *Dispatcher) work(c *conversation) {
 		if d.opts.Busy == BusyInterrupt && len(c.queue) > 0 {
 			interrupt() // a newer message came while this one waited: it interrupts in turn
 		}
-		gen := c.generation
+		gen, prev := c.generation, c.exiting
 		c.mu.Unlock()
 
 		if d.takeSlot(ctx) {
@@ -352,7 +352,28 @@ func (d *Dispatcher) work(c *conversation) {
 			c.running.queued = false
 			c.mu.Unlock()
 			release := sync.OnceFunc(func() { <-d.slots })
-			forget := d.runTurn(ctx, c, m, gen, release)
+			forget, exiting := d.runTurn(ctx, c, m, gen, release, prev)
+			if prev != nil && exiting == nil {
+				<-prev // a turn that failed before it spawned did not wait for it
+			}
+			c.mu.Lock()
+			c.exiting = exiting
+			c.mu.Unlock()
+			if exiting != nil { // the run gives the slot back as its agent exits
+				d.workers.Add(1)
+				go func() {
+					defer d.workers.Done()
+					<-exiting
+					forget()
+					stop() // only now: a cancelled turn kills its agent
+					c.mu.Lock()
+					if c.exiting == exiting {
+						c.exiting = nil
+					}
+					c.mu.Unlock()
+				}()
+				continue
+			}
 			release()
 			forget() // before the conversation's next turn, without a slot
 		} else { // stopped while waiting for a slot

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/engine/enginetest"
 )
 
 // historian is the recorder as a platform that tells what was said before
@@ -181,5 +183,54 @@ func TestContextAuthorCannotForgeTheMarkers(t *testing.T) {
 	}
 	if !strings.Contains(got, "> golem (you): mine\n") {
 		t.Errorf("the bot's own line is not marked:\n%s", got)
+	}
+}
+
+// timedHistorian records when each History call came.
+type timedHistorian struct {
+	*recorder
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (h *timedHistorian) History(context.Context, core.Message, int) ([]core.Said, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.at = append(h.at, time.Now())
+	return nil, nil
+}
+
+// The conversation's next turn prepares (its chat context here) while the
+// previous agent is still exiting, and starts its own agent only once that
+// one is gone: the session's files are written last.
+func TestNextTurnPreparesWhileThePreviousAgentExits(t *testing.T) {
+	const linger = 800 * time.Millisecond
+	h := newHarness(t, chatLimits, func(o *core.Options) { o.Context = core.ContextLimits{MaxMessages: 20, MaxChars: 8000} })
+	h.stop()
+	src := &timedHistorian{recorder: h.rec}
+	h.startWith(src)
+	h.say("alice", "!linger 800ms\nfirst")
+	h.rec.waitText("echo: first")
+	answered := time.Now()
+	h.say("alice", "second")
+	h.rec.waitText("echo: second")
+	h.stop()
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if len(src.at) != 2 {
+		t.Fatalf("%d History calls, want 2", len(src.at))
+	}
+	if wait := src.at[1].Sub(answered); wait > linger/2 {
+		t.Errorf("the second turn began to prepare %v after the first answer: it waited for the agent to exit", wait)
+	}
+	inv := enginetest.ReadLog(t, h.log)
+	if len(inv) != 2 {
+		t.Fatalf("%d runs, want 2", len(inv))
+	}
+	if gap := time.Duration(inv[1].Started - inv[0].Started); gap < linger {
+		t.Errorf("the second agent started %v after the first, which lingers %v: it did not wait for it to exit", gap, linger)
+	}
+	if s, _ := inv[1].Flag("--resume"); s == "" || s != inv[0].SessionID {
+		t.Errorf("the second turn resumed %q, want the first's session %q", s, inv[0].SessionID)
 	}
 }

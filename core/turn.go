@@ -43,10 +43,18 @@ func firstNonEmpty(vs ...string) string {
 // is cancelled by /stop and by shutdown; the timeout is added here.
 // release gives back the turn's slot of the global limit: it is called
 // once the agent has exited (or never started), while the answer may still
-// be on its way. runTurn returns once the answer is delivered, the session
-// and the usage saved and the agent gone; what it returns forgets the
-// turn's record in flight, which needs no slot either.
-func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, gen int, release func()) (forget func()) {
+// be on its way. prev, when not nil, is closed once the conversation's
+// previous agent has exited: this turn prepares meanwhile and waits for it
+// only to start its own (the session's files are written last).
+//
+// runTurn returns once the answer is delivered and the session and the
+// usage saved; what it returns forgets the turn's record in flight, which
+// needs no slot either. exiting is nil when the agent is gone too, else it
+// is closed when it is: the turn steered nothing into it, so nothing is
+// left to learn from its exit, and the conversation's next turn may
+// prepare while it exits; the turn's context must outlive it (a cancelled
+// context kills the agent).
+func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, gen int, release func(), prev <-chan struct{}) (forget func(), exiting <-chan struct{}) {
 	nothing := func() {}
 	key := c.key
 	log := d.log.With("conversation", key, "platform", m.Platform)
@@ -54,7 +62,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	if err != nil {
 		log.Error("read conversation", "err", err)
 		<-d.answer(m, "⚠️ **Error:** golem could not read its session store; see the bot's log.", true)
-		return nothing
+		return nothing, nil
 	}
 	set := d.settings(m, conv)
 	c.mu.Lock()
@@ -65,7 +73,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	eng := d.opts.Engines[set.engine]
 	if eng == nil {
 		<-d.answer(m, "⚠️ **Error:** engine "+set.engine+" is not configured", true)
-		return nothing
+		return nothing, nil
 	}
 
 	out := d.output(m, key, log)
@@ -79,7 +87,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 			Message: "golem could not prepare this conversation's working directory: " + err.Error()}
 		d.measure(m, set.engine, end, nil, time.Time{})
 		out.finish(end, d.notice(ctx, end), handback{})
-		return out.close
+		return out.close, nil
 	}
 
 	prompt := m.Text
@@ -95,7 +103,14 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	box := openOutbox(ws.Dir)
 	shared := d.useOutbox(box.dir, key)
 	turnCtx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
-	defer cancel()
+	cancelAt := cancel // at the return, or once the agent is gone (see exiting)
+	defer func() { cancelAt() }()
+	if prev != nil { // the previous agent writes its session as it exits
+		select {
+		case <-prev:
+		case <-turnCtx.Done(): // the run fails at once and ends the turn stopped
+		}
+	}
 	start := time.Now()
 	var steered []Message // written into the run while it ran
 	terminal := parser.Event{Type: parser.Error, Message: "the agent did not answer", Reason: parser.Crashed}
@@ -200,16 +215,26 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	out.finish(terminal, d.notice(ctx, terminal), back)
 	<-saved
 	<-counted
-	if run != nil {
-		<-run.Exited()
-		// Now what the agent had not read of the steered messages is known.
-		if n := min(run.Untaken(), len(steered)); n > 0 {
-			log.Info("steered messages the agent had not read", "messages", n)
-			d.notTaken(ctx, c, steered[len(steered)-n:], terminal)
+	log.Info("turn ended", "engine", set.engine, "outcome", outcome(terminal), "duration_ms", time.Since(start).Milliseconds())
+	if run == nil {
+		return out.close, nil
+	}
+	if len(steered) == 0 {
+		select {
+		case <-run.Exited():
+			return out.close, nil
+		default: // on its way out: the next turn need not wait to prepare
+			cancelAt = func() { go func() { <-run.Exited(); cancel() }() }
+			return out.close, run.Exited()
 		}
 	}
-	log.Info("turn ended", "engine", set.engine, "outcome", outcome(terminal), "duration_ms", time.Since(start).Milliseconds())
-	return out.close
+	<-run.Exited()
+	// Now what the agent had not read of the steered messages is known.
+	if n := min(run.Untaken(), len(steered)); n > 0 {
+		log.Info("steered messages the agent had not read", "messages", n)
+		d.notTaken(ctx, c, steered[len(steered)-n:], terminal)
+	}
+	return out.close, nil
 }
 
 // saveSession stores the session a turn ended in. Only the session

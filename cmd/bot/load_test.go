@@ -334,6 +334,30 @@ func resultToClose(b *testing.B, lb *loadBot, conc int) {
 	b.ReportMetric(ms(u.cpu)/float64(round*conc), "cpu-ms/chat")
 }
 
+// BenchmarkServeNextTurn measures, through `bot serve`, request → first
+// text of a conversation's next turn sent the moment its previous answer
+// ended, while that turn's fake CLI still lingers 20 ms after its result
+// (as Claude Code does while it writes its session file), against the
+// same in a new conversation: the next turn prepares meanwhile and waits
+// only to spawn.
+func BenchmarkServeNextTurn(b *testing.B) {
+	lb := startLoadBot(b, 4)
+	lb.chat(b, "warm", "hello")
+	const prompt = "!linger 20ms\nhi"
+	var next, fresh []time.Duration
+	round := 0
+	for b.Loop() {
+		conv := fmt.Sprintf("next-%d", round)
+		r := lb.chat(b, conv, prompt)
+		fresh = append(fresh, r.firstText.Sub(r.sent))
+		r = lb.chat(b, conv, prompt)
+		next = append(next, r.firstText.Sub(r.sent))
+		round++
+	}
+	b.ReportMetric(ms(median(next)), "next-turn-text-ms")
+	b.ReportMetric(ms(median(fresh)), "new-conversation-text-ms")
+}
+
 // BenchmarkServeTurnStart sends n chats at once to `bot serve`
 // (max_concurrent n) and reports the median and the slowest time from a
 // request to its CLI having started (the fake logs when it began);
