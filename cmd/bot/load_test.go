@@ -46,6 +46,12 @@ type loadBot struct {
 // and the repository's skills, as the default configuration has them.
 func startLoadBot(b *testing.B, maxConcurrent int) *loadBot {
 	b.Helper()
+	return startLoadBotOn(b, maxConcurrent, "./data/golem.db")
+}
+
+// startLoadBotOn is startLoadBot with the store at storeAt.
+func startLoadBotOn(b *testing.B, maxConcurrent int, storeAt string) *loadBot {
+	b.Helper()
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		b.Skip("needs /proc")
 	}
@@ -64,7 +70,7 @@ func startLoadBot(b *testing.B, maxConcurrent int) *loadBot {
 	config := fmt.Sprintf(`
 engine: claude-code
 workspace: ./ws
-store: ./data/golem.db
+store: %s
 skills: %q # SKILLSX
 max_concurrent: %d
 queue_depth: 5
@@ -73,7 +79,7 @@ engines:
   claude-code: {command: %q, env: {FAKE_AGENT_LOG: %q}}
 slack: {bot_token: "", app_token: ""}
 http: {listen: %q}
-`, skills, maxConcurrent, lb.agent, lb.agentLog, addr)
+`, storeAt, skills, maxConcurrent, lb.agent, lb.agentLog, addr)
 	path := filepath.Join(dir, "bot.yaml")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		b.Fatal(err)

@@ -156,3 +156,29 @@ func TestDoctorChecksAnEtcdStore(t *testing.T) {
 		t.Errorf("doctor on a newer golem's prefix: %+v", got)
 	}
 }
+
+// BenchmarkServeFirstText measures request → first text through `bot
+// serve` over HTTP, each turn in a new conversation, one at a time, with
+// the store in bbolt and in etcd (three members on loopback, in this
+// process): reports the median (first-text-ms). The store calls before
+// the first text are counted in core's BenchmarkStoreCallsPerTurn.
+func BenchmarkServeFirstText(b *testing.B) {
+	for _, backend := range []string{"bbolt", "etcd-3"} {
+		b.Run("store="+backend, func(b *testing.B) {
+			at := "./data/golem.db"
+			if backend == "etcd-3" {
+				at = etcdtest.Start(b, 3).URL("bench")
+			}
+			lb := startLoadBotOn(b, 4, at)
+			lb.chat(b, "warm", "hello")
+			var lat []time.Duration
+			round := 0
+			for b.Loop() {
+				r := lb.chat(b, fmt.Sprint("first-", round), "hi")
+				lat = append(lat, r.firstText.Sub(r.sent))
+				round++
+			}
+			b.ReportMetric(ms(median(lat)), "first-text-ms")
+		})
+	}
+}
