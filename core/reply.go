@@ -235,7 +235,7 @@ func (r *Reply) answerFlushes(ctx context.Context) time.Duration {
 	if len(flushes) == 0 {
 		return 0
 	}
-	if len(r.msgs) == 0 && r.drafter == nil && !r.send(ctx, placeholder) {
+	if len(r.msgs) == 0 && r.drafter == nil && r.send(ctx, placeholder) != nil {
 		r.mu.Lock()
 		r.flushes = append(flushes, r.flushes...)
 		r.mu.Unlock()
@@ -264,7 +264,7 @@ func (r *Reply) flushText(ctx context.Context, text string) time.Duration {
 	var wait time.Duration
 	for i, chunk := range chunks {
 		if i >= len(r.msgs) {
-			if !r.send(ctx, chunk) {
+			if r.send(ctx, chunk) != nil {
 				return time.Second // retry the post later
 			}
 			continue
@@ -339,7 +339,7 @@ func (r *Reply) flushTools(ctx context.Context, tools []string) time.Duration {
 		r.requeue(tools)
 		return left
 	}
-	if len(r.msgs) == 0 && r.drafter == nil && !r.send(ctx, placeholder) {
+	if len(r.msgs) == 0 && r.drafter == nil && r.send(ctx, placeholder) != nil {
 		r.requeue(tools)
 		return time.Second
 	}
@@ -404,9 +404,13 @@ func (r *Reply) finish(ctx context.Context, text, notice string, tools []string)
 		final = "✅ _Done._"
 	}
 	for i, chunk := range Split(final, r.lim.MaxLen, r.a.Measure) {
-		for attempt := 0; attempt < 3 && ctx.Err() == nil; attempt++ {
+		// Three tries, a second and then two apart (the adapter retried
+		// each already); an edit that fails them all is posted anew.
+		backoff := retry.Backoff{First: time.Second, Max: 2 * time.Second, Log: r.log, Method: "final text"}
+		for ctx.Err() == nil {
+			var err error
 			if i >= len(r.msgs) {
-				if r.send(ctx, chunk) {
+				if err = r.send(ctx, chunk); err == nil {
 					break
 				}
 			} else {
@@ -415,44 +419,47 @@ func (r *Reply) finish(ctx context.Context, text, notice string, tools []string)
 					break
 				}
 				_ = retry.Wait(ctx, r.lim.MinEditInterval-time.Since(m.at))
-				if r.edit(ctx, i, chunk) {
+				if err = r.edit(ctx, i, chunk); err == nil {
 					break
 				}
-				if attempt == 2 { // the message cannot be edited: post the text anew
-					r.send(ctx, chunk)
+				if backoff.Attempts() == 2 { // the message cannot be edited: post the text anew
+					_ = r.send(ctx, chunk)
 					break
 				}
 			}
-			_ = retry.Wait(ctx, time.Duration(attempt+1)*time.Second)
+			if backoff.Attempts() == 2 {
+				break
+			}
+			_ = backoff.Wait(ctx, "deliver the final text, retrying", "failed", err)
 		}
 	}
 }
 
-func (r *Reply) send(ctx context.Context, text string) bool {
+func (r *Reply) send(ctx context.Context, text string) error {
 	to := r.place
 	to.Continues = len(r.msgs) > 0
 	ref, err := r.a.Send(ctx, to, text)
 	if err != nil {
 		r.log.Warn("post answer", "err", err)
-		return false
+		return err
 	}
 	r.msgs = append(r.msgs, sentMessage{ref: ref, text: text, at: time.Now()})
 	if len(r.msgs) == 1 && r.onAnswer != nil {
 		r.onAnswer(ref)
 	}
-	return true
+	return nil
 }
 
-func (r *Reply) edit(ctx context.Context, i int, text string) bool {
+func (r *Reply) edit(ctx context.Context, i int, text string) error {
 	m := &r.msgs[i]
 	err := r.a.Edit(ctx, m.ref, text)
 	m.at = time.Now()
 	if err != nil {
 		r.log.Warn("edit answer", "err", err)
-		return false
+		return err
 	}
 	m.text = text
-	return true
+	return nil
 }
 
 // ToolLine renders one tool call as a short Markdown line: an icon, the

@@ -239,7 +239,7 @@ func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
 // failures and 5xx (Slack may be unreachable when golem starts); a refused
 // token ends it at once.
 func (a *Adapter) authenticate(ctx context.Context) (*slackapi.AuthTestResponse, error) {
-	wait := a.retry.FirstBackoff
+	backoff := retry.Backoff{First: a.retry.FirstBackoff, Max: time.Minute, Log: a.log, Method: "auth.test"}
 	for {
 		var auth *slackapi.AuthTestResponse
 		err := a.do(ctx, "auth.test", func(ctx context.Context) (err error) {
@@ -256,11 +256,9 @@ func (a *Adapter) authenticate(ctx context.Context) (*slackapi.AuthTestResponse,
 		if v.Kind == retry.Final {
 			return nil, fmt.Errorf("slack: check the bot token: %w", err)
 		}
-		a.log.Warn("slack: cannot reach Slack; retrying", "method", "auth.test", "retry_in_ms", wait.Milliseconds(), "reason", v.Reason, "err", err)
-		if err := retry.Wait(ctx, wait); err != nil {
+		if err := backoff.Wait(ctx, "slack: cannot reach Slack; retrying", v.Reason, err); err != nil {
 			return nil, err
 		}
-		wait = min(2*wait, time.Minute)
 	}
 }
 

@@ -193,7 +193,7 @@ func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
 }
 
 func (a *Adapter) connect(ctx context.Context) error {
-	backoff := firstBackoff
+	backoff := retry.Backoff{First: firstBackoff, Max: maxBackoff, Log: a.log, Method: "getMe"}
 	for {
 		// The library calls getMe here; each call of botCaller gets its own
 		// client, so cctx ends with this attempt.
@@ -211,11 +211,9 @@ func (a *Adapter) connect(ctx context.Context) error {
 		if te, ok := apiError(err); ok && (te.Code == http.StatusUnauthorized || te.Code == http.StatusNotFound) {
 			return ErrUnauthorized
 		}
-		a.log.Warn("telegram: connecting failed, retrying", "method", "getMe", "retry_in_ms", backoff.Milliseconds(), "reason", verdict(err).Reason, "err", err)
-		if err := retry.Wait(ctx, backoff); err != nil {
+		if err := backoff.Wait(ctx, "telegram: connecting failed, retrying", verdict(err).Reason, err); err != nil {
 			return err
 		}
-		backoff = min(2*backoff, maxBackoff)
 	}
 }
 
@@ -251,7 +249,7 @@ func (a *Adapter) poll(ctx context.Context, h core.Handler) error {
 	in := a.newIntake(ctx, h)
 	defer in.close()
 	in.replay(offset)
-	backoff := firstBackoff
+	backoff := retry.Backoff{First: firstBackoff, Max: maxBackoff, Log: a.log, Method: "getUpdates"}
 	for ctx.Err() == nil {
 		p := tgbotapi.Params{
 			"timeout":         strconv.Itoa(int(a.opts.PollTimeout / time.Second)),
@@ -267,24 +265,20 @@ func (a *Adapter) poll(ctx context.Context, h core.Handler) error {
 			if ctx.Err() != nil {
 				break
 			}
-			a.log.Warn("telegram: polling failed, retrying", "method", "getUpdates", "retry_in_ms", backoff.Milliseconds(), "reason", verdict(err).Reason, "err", err)
-			if retry.Wait(ctx, backoff) != nil {
+			if backoff.Wait(ctx, "telegram: polling failed, retrying", verdict(err).Reason, err) != nil {
 				break
 			}
-			backoff = min(2*backoff, maxBackoff)
 			continue
 		}
 		var raws []json.RawMessage
 		if err := json.Unmarshal(res, &raws); err != nil {
 			// Asking again at once would get the same answer.
-			a.log.Error("telegram: bad getUpdates answer, retrying", "method", "getUpdates", "retry_in_ms", backoff.Milliseconds(), "reason", "bad_answer", "err", err)
-			if retry.Wait(ctx, backoff) != nil {
+			if backoff.Wait(ctx, "telegram: bad getUpdates answer, retrying", "bad_answer", err) != nil {
 				break
 			}
-			backoff = min(2*backoff, maxBackoff)
 			continue
 		}
-		backoff = firstBackoff
+		backoff.Reset()
 		for _, raw := range raws {
 			var head struct {
 				UpdateID int64 `json:"update_id"`

@@ -307,3 +307,31 @@ func BenchmarkDo(b *testing.B) {
 		}
 	}
 }
+
+func TestBackoffDoublesUpToMaxAndLogsEachRetry(t *testing.T) {
+	var buf strings.Builder
+	b := Backoff{First: time.Millisecond, Max: 4 * time.Millisecond, Method: "getUpdates",
+		Log: slog.New(slog.NewTextHandler(&buf, nil))}
+	for range 4 {
+		if err := b.Wait(context.Background(), "polling failed", "http_502", errors.New("bad gateway")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b.Attempts() != 4 {
+		t.Errorf("Attempts = %d, want 4", b.Attempts())
+	}
+	for _, want := range []string{"retry_in_ms=1 ", "retry_in_ms=2 ", "retry_in_ms=4 ", "attempt=4 ", "method=getUpdates", "reason=http_502", `err="bad gateway"`} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("log %q lacks %q", buf.String(), want)
+		}
+	}
+	if strings.Count(buf.String(), "retry_in_ms=4 ") != 2 {
+		t.Errorf("the backoff passed its max: %q", buf.String())
+	}
+	b.Reset()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := b.Wait(ctx, "x", "y", nil); !errors.Is(err, context.Canceled) || b.Attempts() != 1 {
+		t.Errorf("Wait after the context ended = %v (attempts %d)", err, b.Attempts())
+	}
+}
