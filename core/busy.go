@@ -110,8 +110,14 @@ func (d *Dispatcher) busy(c *conversation, m Message) (taken, tellQueued bool) {
 		return false, false
 	case BusyInterrupt:
 		if r.interrupt != nil && len(c.queue) < d.waitLimit() { // full: refused, the answer goes on
-			r.interrupt()
-			d.meter.BusyMessage(m.Platform, r.engine, "interrupted")
+			// Off the receive path: a message past its budget (refused
+			// when its turn comes) stops nothing.
+			go func(interrupt func(), eng string) {
+				if d.overBudget(m) == "" {
+					interrupt()
+					d.meter.BusyMessage(m.Platform, eng, "interrupted")
+				}
+			}(r.interrupt, r.engine)
 		}
 		return false, false
 	}
@@ -207,6 +213,10 @@ func (d *Dispatcher) steerLoop(c *conversation, s *steering, log *slog.Logger) {
 		stops := s.stops
 		c.mu.Unlock()
 
+		if refusal := d.overBudget(m); refusal != "" { // read here, off the receive path
+			d.answer(m, refusal, true)
+			continue
+		}
 		text, files := s.message(&m, log)
 		if err := s.run.Steer(text, files); err != nil {
 			log.Debug("message not steered; queued for a turn of its own", "err", err)

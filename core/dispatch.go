@@ -244,7 +244,9 @@ func (d *Dispatcher) noticeInterrupted(a Poster, t store.InFlight) {
 
 // Handle takes one incoming message and returns at once; see Handler for
 // the contract. The dedupe record and a command's change to the store are
-// written before it returns; a turn is queued for its conversation and runs
+// written before it returns, and no other store call is made on the way (a
+// message's budget is read on its conversation's goroutine, before its
+// turn or its steer); a turn is queued for its conversation and runs
 // on that conversation's goroutine; an answer that is not a turn is queued
 // for the conversation's answers and sent by them. ctx is not used: what
 // Handle starts outlives the caller and ends with Close.
@@ -272,10 +274,6 @@ func (d *Dispatcher) Handle(_ context.Context, m Message) {
 	}
 	if name, args, ok := parseCommand(text); ok {
 		d.command(m, name, args)
-		return
-	}
-	if refusal := d.overBudget(m); refusal != "" { // before anything runs
-		d.answer(m, refusal, true)
 		return
 	}
 	key := KeyFor(m, d.opts.Scope)
@@ -347,6 +345,13 @@ func (d *Dispatcher) work(c *conversation) {
 		gen, prev := c.generation, c.exiting
 		c.mu.Unlock()
 
+		// The budget is read here, not as the message came: Handle makes
+		// no store round trip but the dedupe's.
+		if refusal := d.overBudget(m); refusal != "" {
+			<-d.answer(m, refusal, true)
+			stop()
+			continue
+		}
 		if d.takeSlot(ctx) {
 			c.mu.Lock()
 			c.running.queued = false

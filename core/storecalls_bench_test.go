@@ -139,3 +139,46 @@ func BenchmarkStoreCallsPerTurn(b *testing.B) {
 	b.ReportMetric(float64(total)/float64(b.N), "store-calls/turn")
 	b.Logf("store calls per turn: %s", strings.Join(by, ", "))
 }
+
+// Handle makes no store call on the platform's receive path but the
+// dedupe's: the budget is read on the conversation's goroutine.
+func TestHandleMakesNoStoreCallButTheDedupe(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "golem.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := &countingStore{Store: st, calls: map[string]int{}, ended: make(chan struct{}, 16)}
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	started.Add(1)
+	d, err := core.NewDispatcher(core.Options{
+		Engines: map[string]engine.Engine{"claude-code": &holdEngine{release: release, started: &started}}, DefaultEngine: "claude-code",
+		Store: cs, Workspace: t.TempDir(), Allow: []string{"*"}, Busy: core.BusyQueue,
+		Budgets: core.Budgets{DailyUSDPerUser: 100}, Logger: discardLogger(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Register(&signal{limits: core.Limits{MaxLen: 4000}})
+	t.Cleanup(func() { close(release); _ = d.Close(context.Background()); _ = st.Close() })
+	d.Handle(context.Background(), core.Message{Platform: "bench", Channel: "C", User: "u", Text: "first", ID: "1", EventID: "e1"})
+	started.Wait() // the conversation's goroutine holds the turn: nothing else of it runs now
+	for { // its answer is posted, and the turn's record names it (a second BeginTurn)
+		cs.mu.Lock()
+		n := cs.calls["BeginTurn"]
+		cs.mu.Unlock()
+		if n >= 2 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cs.mu.Lock()
+	clear(cs.calls)
+	cs.mu.Unlock()
+	d.Handle(context.Background(), core.Message{Platform: "bench", Channel: "C", User: "u", Text: "second", ID: "2", EventID: "e2"})
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if fmt.Sprint(cs.calls) != "map[MarkSeen:1]" {
+		t.Errorf("Handle made the store calls %v, want only MarkSeen", cs.calls)
+	}
+}

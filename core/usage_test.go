@@ -98,3 +98,32 @@ func TestMonthlyConversationBudgetAndExemptUsers(t *testing.T) {
 		t.Fatal("a message past the budget ran")
 	}
 }
+
+// A message past its budget is refused also when it comes while an answer
+// runs: steered, it is not written to the agent; under busy: interrupt, it
+// stops nothing.
+func TestBudgetRefusesWhileAnAnswerRuns(t *testing.T) {
+	for _, busy := range []core.Busy{core.BusySteer, core.BusyInterrupt} {
+		t.Run(string(busy), func(t *testing.T) {
+			clk := newClock(time.Date(2026, 3, 31, 12, 0, 0, 0, time.UTC))
+			h := newHarness(t, chatLimits, func(o *core.Options) {
+				o.Now = clk.now
+				o.Busy = busy
+				o.Allow = []string{"rec:alice", "rec:bob"}
+				o.Budgets = core.Budgets{DailyUSDPerUser: 0.001}
+			})
+			h.say("alice", "first")
+			h.rec.waitText("echo: first") // alice is past her budget now
+			h.say("bob", "!text 20\n!sleep 1s\nbob's answer")
+			h.rec.waitFor("bob's answer's start", func(texts []string) bool { return len(texts) == 2 && len(texts[1]) >= 20 })
+			h.say("alice", "also this")
+			h.rec.waitText("daily budget is $0.0010")
+			h.rec.waitText("echo: bob's answer")
+			h.stop()
+			all := h.rec.all()
+			if strings.Contains(all, "heard: also this") || strings.Contains(all, "echo: also this") || strings.Contains(all, "Stopped") {
+				t.Errorf("a message past its budget reached the agent or stopped the answer:\n%s", all)
+			}
+		})
+	}
+}
