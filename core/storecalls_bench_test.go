@@ -163,7 +163,7 @@ func TestHandleMakesNoStoreCallButTheDedupe(t *testing.T) {
 	t.Cleanup(func() { close(release); _ = d.Close(context.Background()); _ = st.Close() })
 	d.Handle(context.Background(), core.Message{Platform: "bench", Channel: "C", User: "u", Text: "first", ID: "1", EventID: "e1"})
 	started.Wait() // the conversation's goroutine holds the turn: nothing else of it runs now
-	for { // its answer is posted, and the turn's record names it (a second BeginTurn)
+	for {          // its answer is posted, and the turn's record names it (a second BeginTurn)
 		cs.mu.Lock()
 		n := cs.calls["BeginTurn"]
 		cs.mu.Unlock()
