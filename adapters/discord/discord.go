@@ -28,8 +28,8 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/internal/intake"
 	"github.com/golem-chat/golem/internal/journal"
-	"github.com/golem-chat/golem/internal/relay"
 	"github.com/golem-chat/golem/internal/retry"
 )
 
@@ -87,7 +87,7 @@ type Adapter struct {
 	threads      map[string]string       // answer message id -> activity thread id
 	flat         map[string]bool         // channels where no thread can be started: DMs, threads
 
-	in *relay.Relay[lane, core.Message] // hands messages on in their channel's order
+	in *intake.Intake // hands messages on in their channel's order
 	// journal keeps the messages taken but not yet handed on; replayed
 	// once, at the first READY.
 	journal  *journal.Journal
@@ -155,8 +155,11 @@ func New(opts Options) (*Adapter, error) {
 		threads:      map[string]string{},
 		flat:         map[string]bool{},
 	}
-	a.in = relay.New(a.deliver)
 	a.journal = journal.New(journal.Options{Store: opts.State, Key: pendingKey, ID: messageID, Logger: log})
+	a.in = intake.New(a.journal, func() (core.Handler, context.Context) {
+		h, ctx, _ := a.running()
+		return h, ctx
+	})
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	s.Client = &http.Client{Timeout: 30 * time.Second, Transport: rewrite{base: base, next: transport}}
 	a.http = &http.Client{Timeout: 2 * time.Minute, Transport: transport}

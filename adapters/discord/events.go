@@ -29,30 +29,13 @@ func (a *Adapter) running() (core.Handler, context.Context, string) {
 	return a.handler, a.life, a.botID
 }
 
-// lane is the order a message keeps: the events of one channel reach the
-// handler in the order they arrived, except that a command acting on what
-// is running now (core.Overtakes: /stop) has a lane of its own and so
-// overtakes messages whose attachments are still downloading.
-type lane struct {
-	channel string
-	urgent  bool
-}
-
-// inOrder prepares an event on its own goroutine (deferring an interaction
-// or downloading attachments must not hold up the gateway) and hands the
-// result to the handler in its lane's order.
-func (a *Adapter) inOrder(channel, text string, prepare func() (core.Message, bool)) {
-	a.in.Add(lane{channel: channel, urgent: core.Overtakes(text)}, prepare)
-}
-
-// deliver hands a prepared message to the handler, unless the adapter has
-// stopped meanwhile (a message taken from the gateway then stays in the
-// journal for the next start).
-func (a *Adapter) deliver(_ lane, m core.Message) {
-	if h, ctx, _ := a.running(); h != nil && ctx.Err() == nil {
-		h.Handle(ctx, m)
-		a.journal.Done(m.EventID)
-	}
+// inOrder prepares a slash command on its own goroutine (deferring the
+// interaction must not hold up the gateway) and hands it to the handler in
+// its channel's order, behind the messages whose attachments download. It
+// is not journaled: its answer can only go through its interaction's
+// token, which a later start may no longer have.
+func (a *Adapter) inOrder(m core.Message, prepare func(*core.Message) bool) {
+	a.in.Take(m, "", nil, false, nil, prepare)
 }
 
 // pendingKey is where, in Options.State, the messages taken from the
@@ -138,24 +121,15 @@ func (a *Adapter) take(m *discordgo.Message) bool {
 	if len(atts) > 0 && !core.Admitted(h, msg) {
 		atts = nil // a stranger's files are not fetched: the message is refused
 	}
-	l := lane{channel: m.ChannelID, urgent: core.Overtakes(msg.Text)}
-	if len(atts) == 0 && a.in.Idle(l) {
-		h.Handle(ctx, msg)
-		a.journal.Done(m.ID) // a replayed one
-		return false
+	var prepare func(*core.Message) bool
+	if len(atts) > 0 {
+		prepare = func(msg *core.Message) bool {
+			a.attach(msg, atts)
+			return ctx.Err() == nil // cut short: it stays in the journal
+		}
 	}
-	kept := false
-	if raw, err := json.Marshal(m); err == nil {
-		kept = a.journal.Keep(m.ID, raw)
-		a.journal.Save()
-	}
-	a.in.Add(l, func() (core.Message, bool) {
-		a.attach(&msg, atts)
-		// Stopped meanwhile: a download may have been cut short, so the
-		// message stays in the journal for the next start.
-		return msg, ctx.Err() == nil
-	})
-	return kept
+	raw, _ := json.Marshal(m) // journaled only if it cannot go at once
+	return a.in.Take(msg, m.ID, raw, true, nil, prepare)
 }
 
 // onInteraction answers a slash command: it defers the interaction at once
@@ -207,9 +181,9 @@ func (a *Adapter) onInteraction(in *discordgo.Interaction) {
 		User: user.ID, UserName: user.Username, Text: strings.TrimSpace(text),
 		Mentioned: true, DM: in.GuildID == "",
 	}
-	a.inOrder(in.ChannelID, msg.Text, func() (core.Message, bool) {
+	a.inOrder(msg, func(*core.Message) bool {
 		a.deferInteraction(st)
-		return msg, true
+		return true
 	})
 }
 

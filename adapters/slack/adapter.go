@@ -22,8 +22,8 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/internal/intake"
 	"github.com/golem-chat/golem/internal/journal"
-	"github.com/golem-chat/golem/internal/relay"
 	"github.com/golem-chat/golem/internal/retry"
 )
 
@@ -102,7 +102,7 @@ type Adapter struct {
 
 	// in hands messages on in their channel's order; made by Start, used
 	// from Start's goroutine.
-	in *relay.Relay[lane, core.Message]
+	in *intake.Intake
 	// journal keeps the messages acked but not yet handed on; made by Start.
 	journal *journal.Journal
 
@@ -210,12 +210,7 @@ func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
 	a.log.Info("slack: authenticated", "team", auth.TeamID, "bot_user", auth.UserID)
 
 	a.journal = journal.New(journal.Options{Store: a.opts.State, Key: pendingKey, ID: eventID, Logger: a.log})
-	a.in = relay.New(func(_ lane, m core.Message) {
-		if ctx.Err() == nil {
-			h.Handle(ctx, m)
-			a.journal.Done(m.EventID)
-		}
-	})
+	a.in = intake.New(a.journal, func() (core.Handler, context.Context) { return h, ctx })
 	defer a.in.Close()
 	a.replay(ctx, h)
 	sm := socketmode.New(a.client,

@@ -108,54 +108,25 @@ func (a *Adapter) takeEvent(ctx context.Context, h core.Handler, outer slackeven
 	return a.inOrder(ctx, h, m, files, raw, ack)
 }
 
-// lane is the order a message keeps: the messages of one channel reach the
-// handler in the order they came, so that "see the file" followed by "and
-// fix it" reaches the agent in that order, except that a command acting on
-// what is running now (core.Overtakes: /stop) has a lane of its own and so
-// overtakes messages whose files are still downloading.
-type lane struct {
-	channel string
-	urgent  bool
-}
-
 // inOrder hands m to h after its files are saved and after the messages of
-// its lane that came before it. A message with nothing to wait for is
-// handed on at once (Handle does not block), after its envelope is acked;
-// the others are prepared on a goroutine of their own, so the socket keeps
-// reading, and the Events API payload they came in (raw, if any) is first
-// journaled, then the envelope acked: Slack does not send an acked
-// envelope again, so a kill meanwhile would otherwise lose it. It reports
+// its channel that came before it (see internal/intake): a message with
+// nothing to wait for at once, after its envelope is acked; any other is
+// first journaled (raw, the payload it came in, if any), then its envelope
+// acked, since Slack does not send an acked envelope again. It reports
 // whether m was journaled. ack may be nil. Called from Start's goroutine
 // only, in the order events arrive.
 func (a *Adapter) inOrder(ctx context.Context, h core.Handler, m core.Message, files []slackapi.File, raw json.RawMessage, ack func()) bool {
-	if ack == nil {
-		ack = func() {}
-	}
-	l := lane{channel: m.Channel, urgent: core.Overtakes(m.Text)}
 	if len(files) > 0 && !core.Admitted(h, m) {
 		files = nil // a stranger's files are not fetched: the message is refused
 	}
-	if len(files) == 0 && a.in.Idle(l) {
-		ack()
-		h.Handle(ctx, m)
-		a.journal.Done(m.EventID) // a replayed one
-		return false
-	}
-	kept := false
-	if raw != nil && m.EventID != "" {
-		kept = a.journal.Keep(m.EventID, raw)
-		a.journal.Save()
-	}
-	ack()
-	a.in.Add(l, func() (core.Message, bool) {
-		if len(files) > 0 {
-			a.attach(ctx, &m, files)
+	var prepare func(*core.Message) bool
+	if len(files) > 0 {
+		prepare = func(m *core.Message) bool {
+			a.attach(ctx, m, files)
+			return ctx.Err() == nil // cut short: it stays in the journal
 		}
-		// Stopped meanwhile: a download may have been cut short, so
-		// the message stays in the journal for the next start.
-		return m, ctx.Err() == nil
-	})
-	return kept
+	}
+	return a.in.Take(m, m.EventID, raw, true, ack, prepare)
 }
 
 // fromMention normalizes an app_mention in a channel. Mentions in direct

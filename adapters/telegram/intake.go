@@ -8,30 +8,15 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/internal/intake"
 	"github.com/golem-chat/golem/internal/journal"
-	"github.com/golem-chat/golem/internal/relay"
 )
 
 // pendingKey is where, in Options.State, the updates taken from Telegram
 // but not yet handed to the handler are kept.
 const pendingKey = "telegram.pending"
 
-// lane is the order a message keeps: the messages of one chat reach the
-// handler in the order they were sent, except that a command that acts on
-// what is running now (core.Overtakes: /stop) has a lane of its own and so
-// overtakes messages of its chat whose attachments are still downloading.
-type lane struct {
-	chat   string
-	urgent bool
-}
-
-// taken is a message ready for the handler and the update it came in.
-type taken struct {
-	update int64
-	m      core.Message
-}
-
-// intake hands the messages of the updates the poll loop takes to the
+// updates hands the messages of the updates the poll loop takes to the
 // handler without holding the loop: a message with attachments downloads
 // them on a goroutine of its own, and a chat's later messages wait for it
 // while other chats go on.
@@ -47,19 +32,19 @@ type taken struct {
 // duplicates, since Handle records each event id before it returns. No
 // update is lost and none is handed on twice (see internal/journal, also
 // for its bound).
-type intake struct {
+type updates struct {
 	a     *Adapter
 	ctx   context.Context
 	h     core.Handler
-	chats *relay.Relay[lane, taken]
 	j     *journal.Journal // the updates confirmed but not yet handed on
+	chats *intake.Intake   // hands them on in their chat's order
 }
 
-func (a *Adapter) newIntake(ctx context.Context, h core.Handler) *intake {
-	in := &intake{a: a, ctx: ctx, h: h, j: journal.New(journal.Options{
+func (a *Adapter) newUpdates(ctx context.Context, h core.Handler) *updates {
+	in := &updates{a: a, ctx: ctx, h: h, j: journal.New(journal.Options{
 		Store: a.opts.State, Key: pendingKey, ID: updateID, Logger: a.log,
 	})}
-	in.chats = relay.New(in.deliver)
+	in.chats = intake.New(in.j, func() (core.Handler, context.Context) { return h, ctx })
 	return in
 }
 
@@ -77,7 +62,7 @@ func updateID(raw json.RawMessage) string {
 // replay takes the journal's updates again, oldest first, before polling
 // starts. Updates from offset on are dropped from it instead: they were
 // never confirmed, so Telegram sends them again.
-func (in *intake) replay(offset int64) {
+func (in *updates) replay(offset int64) {
 	in.j.Replay(func(raw json.RawMessage) bool {
 		id, _ := strconv.ParseInt(updateID(raw), 10, 64)
 		if offset != 0 && id >= offset {
@@ -95,7 +80,7 @@ func (in *intake) replay(offset int64) {
 // A message with no attachment and nothing before it in its lane goes to
 // the handler at once, on the poll loop, since Handle does not block.
 // Called from the poll loop only.
-func (in *intake) take(id int64, raw json.RawMessage) bool {
+func (in *updates) take(id int64, raw json.RawMessage) bool {
 	var u tgbotapi.Update
 	var x extra
 	if err := json.Unmarshal(raw, &u); err != nil {
@@ -116,40 +101,27 @@ func (in *intake) take(id int64, raw json.RawMessage) bool {
 		return false
 	}
 	in.a.noteReply(m, u.Message, x)
-	l := lane{chat: m.Channel, urgent: core.Overtakes(m.Text)}
 	if len(files) > 0 && !core.Admitted(in.h, m) {
 		files = nil // a stranger's files are not fetched: the message is refused
 	}
-	if len(files) == 0 && in.chats.Idle(l) {
-		in.h.Handle(in.ctx, m)
-		in.done(id)
-		return false
+	var prepare func(*core.Message) bool
+	if len(files) > 0 {
+		prepare = func(m *core.Message) bool {
+			in.a.attach(in.ctx, m, files)
+			return in.ctx.Err() == nil // cut short: the update stays in the journal
+		}
 	}
-	kept := in.j.Keep(strconv.FormatInt(id, 10), raw)
-	in.chats.Add(l, func() (taken, bool) {
-		in.a.attach(in.ctx, &m, files)
-		// Stopped meanwhile: the download was cut short, so leave the
-		// update in the journal for the next start.
-		return taken{update: id, m: m}, in.ctx.Err() == nil
-	})
-	return kept
-}
-
-// deliver hands a prepared message to the handler in its lane's order.
-func (in *intake) deliver(_ lane, t taken) {
-	if in.ctx.Err() != nil {
-		return // kept in the journal for the next start
-	}
-	in.h.Handle(in.ctx, t.m)
-	in.done(t.update)
+	// The poll loop saves the journal with the offset, which is what
+	// confirms the update to Telegram.
+	return in.chats.Take(m, strconv.FormatInt(id, 10), raw, false, nil, prepare)
 }
 
 // done strikes an update from the journal once it needs no handing on.
-func (in *intake) done(id int64) { in.j.Done(strconv.FormatInt(id, 10)) }
+func (in *updates) done(id int64) { in.j.Done(strconv.FormatInt(id, 10)) }
 
 // save writes the journal if it changed.
-func (in *intake) save() { in.j.Save() }
+func (in *updates) save() { in.j.Save() }
 
 // close waits until every message being prepared has been handed on, or
 // dropped because ctx ended (those stay in the journal).
-func (in *intake) close() { in.chats.Close() }
+func (in *updates) close() { in.chats.Close() }

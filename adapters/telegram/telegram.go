@@ -242,11 +242,11 @@ func (x extra) thread() int64 {
 // which passes its message on without holding the loop. The offset of the
 // next update is saved after each update is taken, and after the intake's
 // journal of updates not yet handed on, so a restart neither loses nor
-// repeats one (see intake). poll returns once every message being prepared
+// repeats one (see updates). poll returns once every message being prepared
 // has been handed on or set aside for the next start.
 func (a *Adapter) poll(ctx context.Context, h core.Handler) error {
 	offset := a.loadOffset()
-	in := a.newIntake(ctx, h)
+	in := a.newUpdates(ctx, h)
 	defer in.close()
 	in.replay(offset)
 	backoff := retry.Backoff{First: firstBackoff, Max: maxBackoff, Log: a.log, Method: "getUpdates"}
