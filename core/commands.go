@@ -11,23 +11,72 @@ import (
 	"github.com/golem-chat/golem/store"
 )
 
-// commands are the chat commands golem answers itself. Any other text,
-// including other slash words, goes to the agent.
-var commands = map[string]string{
-	"new":    "forget this conversation's agent session; the next message starts afresh",
-	"stop":   "stop the running answer now (and drop waiting messages)",
-	"status": "show engine, model, session and whether an answer is running",
-	"engine": "`/engine NAME` switch the agent CLI (starts a new session)",
-	"model":  "`/model NAME` choose the model; `/model default` resets",
-	"diff":   "this conversation's changes since its branch started (with `isolation: worktree`)",
-	"branch": "this conversation's branch and worktree, and how to fetch it",
-	"pr":     "open a pull request for this conversation's branch (runs `pr_command`)",
-	"usage":  "what this conversation, you and everyone used today and this month",
-	"help":   "this list",
-	"allow":  "`/allow ID` allow what the agent asks (`/allow ID session`: for the rest of the session)",
-	"deny":   "`/deny ID` refuse what the agent asks",
-	"start":  "", // Telegram's first message; answered like /help
+// Command is one of the chat commands golem answers itself, as every
+// platform's menu shows it: Telegram's setMyCommands, Discord's
+// application commands and the /help answer (Slack's /golem help) are all
+// built from Commands, so a command added here is in every menu.
+type Command struct {
+	Name string // without the slash, lowercase: "model"
+	// Summary is a plain line for a menu, at most 100 characters
+	// (Discord's limit for a command's description).
+	Summary string
+	// Help is the /help line, in markdown.
+	Help string
+	// Args are what may follow the name, in order.
+	Args []Arg
 }
+
+// Arg is one argument of a Command, as Discord's options show it.
+type Arg struct {
+	Name     string // lowercase, no spaces: "name", "id"
+	Summary  string // plain, at most 100 characters
+	Required bool
+}
+
+// commandList is golem's commands in the order menus list them.
+var commandList = []Command{
+	{Name: "new", Summary: "Forget this conversation's agent session; the next message starts afresh",
+		Help: "forget this conversation's agent session; the next message starts afresh"},
+	{Name: "stop", Summary: "Stop the running answer now", Help: "stop the running answer now (and drop waiting messages)"},
+	{Name: "status", Summary: "Show engine, model, session and whether an answer is running",
+		Help: "show engine, model, session and whether an answer is running"},
+	{Name: "engine", Summary: "Show or switch the agent CLI (a switch starts a new session)",
+		Help: "`/engine NAME` switch the agent CLI (starts a new session)",
+		Args: []Arg{{Name: "name", Summary: "Engine name, e.g. claude-code or cursor"}}},
+	{Name: "model", Summary: "Show or choose the model; 'default' resets",
+		Help: "`/model NAME` choose the model; `/model default` resets",
+		Args: []Arg{{Name: "name", Summary: "Model name, e.g. sonnet"}}},
+	{Name: "allow", Summary: "Allow what the agent asks, by the id its question shows",
+		Help: "`/allow ID` allow what the agent asks (`/allow ID session`: for the rest of the session)",
+		Args: []Arg{{Name: "id", Summary: "The id the question shows", Required: true},
+			{Name: "for", Summary: "'session': allow it for the rest of the session"}}},
+	{Name: "deny", Summary: "Refuse what the agent asks, by the id its question shows",
+		Help: "`/deny ID` refuse what the agent asks (`/deny ID reason`: and tell it why)",
+		Args: []Arg{{Name: "id", Summary: "The id the question shows", Required: true},
+			{Name: "reason", Summary: "Why, for the agent"}}},
+	{Name: "diff", Summary: "This conversation's changes since its branch started",
+		Help: "this conversation's changes since its branch started (with `isolation: worktree`)"},
+	{Name: "branch", Summary: "This conversation's branch and worktree, and how to fetch it",
+		Help: "this conversation's branch and worktree, and how to fetch it"},
+	{Name: "pr", Summary: "Open a pull request for this conversation's branch",
+		Help: "open a pull request for this conversation's branch (runs `pr_command`)"},
+	{Name: "usage", Summary: "What this conversation, you and everyone used today and this month",
+		Help: "what this conversation, you and everyone used today and this month"},
+	{Name: "help", Summary: "What golem can do", Help: "this list"},
+}
+
+// Commands returns golem's chat commands in the order menus list them.
+// Telegram's /start, answered like /help, is in no menu.
+func Commands() []Command { return slices.Clone(commandList) }
+
+// commands are the names parseCommand knows: the list's and /start.
+var commands = func() map[string]bool {
+	m := map[string]bool{"start": true}
+	for _, c := range commandList {
+		m[c.Name] = true
+	}
+	return m
+}()
 
 // parseCommand splits "/name args" when name is one of golem's commands.
 func parseCommand(text string) (name, args string, ok bool) {
@@ -36,7 +85,7 @@ func parseCommand(text string) (name, args string, ok bool) {
 	}
 	word, rest, _ := strings.Cut(text[1:], " ")
 	word = strings.ToLower(word)
-	if _, known := commands[word]; !known {
+	if !commands[word] {
 		return "", "", false
 	}
 	return word, strings.TrimSpace(rest), true
@@ -93,17 +142,10 @@ func Overtakes(text string) bool {
 }
 
 func (d *Dispatcher) help() string {
-	names := make([]string, 0, len(commands))
-	for n, what := range commands {
-		if what != "" {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
 	var b strings.Builder
 	b.WriteString("I pass your messages to a coding agent working on this machine and stream its answer here. Commands:\n")
-	for _, n := range names {
-		fmt.Fprintf(&b, "• `/%s` — %s\n", n, commands[n])
+	for _, c := range commandList {
+		fmt.Fprintf(&b, "• `/%s` — %s\n", c.Name, c.Help)
 	}
 	b.WriteString("Engines: " + strings.Join(d.engineNames(), ", ") + ".")
 	return b.String()

@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -126,13 +127,28 @@ func TestStartRegistersCommandsAndIntents(t *testing.T) {
 			fake := newFake(t, discordtest.Options{})
 			startAdapter(t, fake, Options{Guilds: tt.guilds}, make(recorder, 8))
 			fake.Wait(wait, func(v discordtest.View) bool { return len(v.Calls("PUT /applications/")) == len(tt.scopes) })
+			want := []string{"ask"}
+			for _, c := range core.Commands() {
+				want = append(want, c.Name)
+			}
 			for _, scope := range tt.scopes {
 				var names []string
 				for _, c := range fake.Commands(scope) {
 					names = append(names, c["name"].(string))
+					if c["name"] == "allow" {
+						raw, _ := json.Marshal(c["options"])
+						var opts []struct {
+							Name     string
+							Required bool
+						}
+						_ = json.Unmarshal(raw, &opts)
+						if len(opts) != 2 || opts[0].Name != "id" || !opts[0].Required || opts[1].Name != "for" || opts[1].Required {
+							t.Errorf("/allow's options in %q: %s, want id (required) and for", scope, raw)
+						}
+					}
 				}
-				if got := strings.Join(names, " "); got != "ask new stop status engine model diff branch pr usage help" {
-					t.Errorf("commands in %q = %q", scope, got)
+				if got := strings.Join(names, " "); got != strings.Join(want, " ") {
+					t.Errorf("commands in %q = %q, want /ask and core's commands %q", scope, got, want)
 				}
 			}
 			var intents int
@@ -195,6 +211,8 @@ func TestSlashCommandsAreDeferredAtOnce(t *testing.T) {
 		{discordtest.Slash{Name: "ask", Options: []discordtest.Option{{Name: "prompt", Value: "how do the tests run?"}}}, "how do the tests run?", false},
 		{discordtest.Slash{Name: "status"}, "/status", true},
 		{discordtest.Slash{Name: "engine", Options: []discordtest.Option{{Name: "name", Value: "cursor"}}}, "/engine cursor", true},
+		// Options read in the order the command defines them, not as filled in.
+		{discordtest.Slash{Name: "allow", Options: []discordtest.Option{{Name: "for", Value: "session"}, {Name: "id", Value: "a1"}}}, "/allow a1 session", true},
 	}
 	for _, tt := range tests {
 		tt.slash.Channel, tt.slash.Guild, tt.slash.User = "c1", "g1", "u1"

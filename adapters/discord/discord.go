@@ -275,24 +275,24 @@ func (a *Adapter) onReady(r *discordgo.Ready) {
 	a.replayed.Do(a.replay)
 }
 
-// commands are the slash commands golem registers.
+// commands are the slash commands golem registers: /ask, Discord's way to
+// talk to the agent, then core's command list, each argument an optional
+// or required string option (the adapter joins their values after the
+// name, as a chat command is typed).
 func commands() []*discordgo.ApplicationCommand {
-	str := func(name, desc string, required bool) []*discordgo.ApplicationCommandOption {
-		return []*discordgo.ApplicationCommandOption{{Type: discordgo.ApplicationCommandOptionString, Name: name, Description: desc, Required: required}}
+	out := []*discordgo.ApplicationCommand{{
+		Name: "ask", Description: "Ask the coding agent; the channel keeps the conversation",
+		Options: []*discordgo.ApplicationCommandOption{{Type: discordgo.ApplicationCommandOptionString, Name: "prompt", Description: "What to ask or do", Required: true}},
+	}}
+	for _, c := range core.Commands() {
+		cmd := &discordgo.ApplicationCommand{Name: c.Name, Description: c.Summary}
+		for _, arg := range c.Args {
+			cmd.Options = append(cmd.Options, &discordgo.ApplicationCommandOption{
+				Type: discordgo.ApplicationCommandOptionString, Name: arg.Name, Description: arg.Summary, Required: arg.Required})
+		}
+		out = append(out, cmd)
 	}
-	return []*discordgo.ApplicationCommand{
-		{Name: "ask", Description: "Ask the coding agent; the channel keeps the conversation", Options: str("prompt", "What to ask or do", true)},
-		{Name: "new", Description: "Forget this channel's agent session; the next /ask starts afresh"},
-		{Name: "stop", Description: "Stop the running answer now"},
-		{Name: "status", Description: "Show engine, model, session and whether an answer is running"},
-		{Name: "engine", Description: "Show or switch the agent CLI", Options: str("name", "Engine name, e.g. claude-code or cursor", false)},
-		{Name: "model", Description: "Show or choose the model; 'default' resets", Options: str("name", "Model name, e.g. sonnet", false)},
-		{Name: "diff", Description: "This channel's changes since its branch started"},
-		{Name: "branch", Description: "This channel's branch and worktree, and how to fetch it"},
-		{Name: "pr", Description: "Open a pull request for this channel's branch"},
-		{Name: "usage", Description: "What this channel, you and everyone used today and this month"},
-		{Name: "help", Description: "What golem can do"},
-	}
+	return out
 }
 
 // registerCommands overwrites the bot's commands in each configured guild

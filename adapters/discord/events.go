@@ -151,12 +151,7 @@ func (a *Adapter) onInteraction(in *discordgo.Interaction) {
 	if !ok {
 		return
 	}
-	var args []string
-	for _, o := range data.Options {
-		if o != nil && o.Value != nil {
-			args = append(args, fmt.Sprint(o.Value))
-		}
-	}
+	args := orderedArgs(data)
 	text := "/" + data.Name
 	if len(args) > 0 {
 		text += " " + strings.Join(args, " ")
@@ -185,6 +180,30 @@ func (a *Adapter) onInteraction(in *discordgo.Interaction) {
 		a.deferInteraction(st)
 		return true
 	})
+}
+
+// orderedArgs returns a slash command's option values in the order the
+// command defines its options, whatever order the user filled them in, so
+// that "/allow ID session" reads as typed.
+func orderedArgs(data discordgo.ApplicationCommandInteractionData) []string {
+	given := map[string]string{}
+	for _, o := range data.Options {
+		if o != nil && o.Value != nil {
+			given[o.Name] = fmt.Sprint(o.Value)
+		}
+	}
+	var args []string
+	for _, c := range commands() {
+		if c.Name != data.Name {
+			continue
+		}
+		for _, o := range c.Options {
+			if v, ok := given[o.Name]; ok {
+				args = append(args, v)
+			}
+		}
+	}
+	return args
 }
 
 func (a *Adapter) deferInteraction(st *interaction) {

@@ -475,3 +475,29 @@ func TestE2EApprovalButtons(t *testing.T) {
 		t.Errorf("double-click refusal %+v", c.Args)
 	}
 }
+
+// TestE2EGolemHelpListsEveryCommand: /golem help, Slack's command menu,
+// names every command core answers.
+func TestE2EGolemHelpListsEveryCommand(t *testing.T) {
+	b := newE2E(t, botConfig{})
+	if _, err := b.fake.SlashCommand("U1", "C1", "/golem", "help"); err != nil {
+		t.Fatal(err)
+	}
+	var help string
+	if !b.fake.Wait(30*time.Second, func() bool {
+		for _, m := range b.fake.BotMessages("C1") {
+			if strings.Contains(m.Text, "Commands:") {
+				help = m.Text
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("no help answer; bot messages: %+v", b.fake.BotMessages("C1"))
+	}
+	for _, c := range core.Commands() {
+		if !strings.Contains(help, "`/"+c.Name+"`") {
+			t.Errorf("/golem help lacks /%s:\n%s", c.Name, help)
+		}
+	}
+}

@@ -3,11 +3,13 @@ package telegram
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,10 +139,22 @@ func TestDirectMessageRoundTrip(t *testing.T) {
 	if n := len(s.Calls("editMessageText")); n != 2 {
 		t.Fatalf("%d edits sent, want 2 (the second answered not modified)", n)
 	}
-	for _, cmd := range []string{`"new"`, `"stop"`, `"status"`, `"engine"`, `"model"`, `"help"`} {
-		if !strings.Contains(s.Commands(), cmd) {
-			t.Errorf("setMyCommands lacks %s: %s", cmd, s.Commands())
+	var menu []struct{ Command, Description string }
+	if err := json.Unmarshal([]byte(s.Commands()), &menu); err != nil {
+		t.Fatalf("setMyCommands %q: %v", s.Commands(), err)
+	}
+	var names, inCore []string
+	for _, c := range menu {
+		names = append(names, c.Command)
+		if c.Description == "" {
+			t.Errorf("/%s has no description", c.Command)
 		}
+	}
+	for _, c := range core.Commands() {
+		inCore = append(inCore, c.Name)
+	}
+	if !slices.Equal(names, inCore) {
+		t.Errorf("setMyCommands = %v, want core's commands %v", names, inCore)
 	}
 }
 

@@ -160,18 +160,14 @@ func (a *Adapter) Limits() core.Limits {
 // code units of the text after entity parsing.
 func (a *Adapter) Measure(markdown string) int { return measure(markdown) }
 
-// commands are registered with setMyCommands at start.
-var commands = []tgbotapi.BotCommand{
-	{Command: "new", Description: "Start a new conversation"},
-	{Command: "stop", Description: "Stop the running answer"},
-	{Command: "status", Description: "Show the session, engine and model"},
-	{Command: "engine", Description: "Show or switch the agent engine"},
-	{Command: "model", Description: "Show or switch the model"},
-	{Command: "diff", Description: "Show this chat's changes"},
-	{Command: "branch", Description: "Show this chat's branch and worktree"},
-	{Command: "pr", Description: "Open a pull request for this chat's branch"},
-	{Command: "usage", Description: "Show what this chat, you and everyone used"},
-	{Command: "help", Description: "List the commands"},
+// commands is core's command list as setMyCommands takes it: the menu
+// Telegram shows when a user types "/".
+func commands() []tgbotapi.BotCommand {
+	var out []tgbotapi.BotCommand
+	for _, c := range core.Commands() {
+		out = append(out, tgbotapi.BotCommand{Command: c.Name, Description: c.Summary})
+	}
+	return out
 }
 
 // Start connects (getMe, retried with backoff), registers the commands and
@@ -185,7 +181,7 @@ func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
 		}
 		return err
 	}
-	cmds, _ := json.Marshal(commands)
+	cmds, _ := json.Marshal(commands())
 	if _, err := a.do(ctx, "setMyCommands", tgbotapi.Params{"commands": string(cmds)}); err != nil && ctx.Err() == nil {
 		a.log.Warn("telegram: registering commands failed", "err", err)
 	}
