@@ -20,6 +20,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -110,6 +112,37 @@ func (c *Config) Withheld() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// secreter is a section that holds secrets (a platform's tokens, the HTTP
+// API's): Secrets lists them.
+type secreter interface{ Secrets() []string }
+
+// Secrets lists the values that no output may show, so that no line
+// carries one even if an error quoted it: every section's own (each
+// section that holds one says so with a Secrets method, so a new platform
+// cannot forget its token), every engine's API key, and every value the
+// file took from the environment (${VAR}). Values under 4 characters are
+// left out: hiding them would garble any text.
+func (c *Config) Secrets() []string {
+	var s []string
+	v := reflect.ValueOf(*c)
+	for i := range v.NumField() {
+		if !v.Type().Field(i).IsExported() {
+			continue
+		}
+		if sec, ok := v.Field(i).Interface().(secreter); ok {
+			s = append(s, sec.Secrets()...)
+		}
+	}
+	for _, set := range c.Engines {
+		s = append(s, set.Base().APIKey)
+	}
+	for name := range c.expanded {
+		s = append(s, os.Getenv(name))
+	}
+	slices.Sort(s)
+	return slices.DeleteFunc(slices.Compact(s), func(v string) bool { return len(v) < 4 })
 }
 
 // Access is the access: section.

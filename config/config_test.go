@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -344,6 +345,40 @@ channels:
 		_, err := Load(writeConfig(t, body), false)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err = %v, want %q", body, err, want)
+		}
+	}
+}
+
+// Every section's token or key is among Secrets, so that doctor's output
+// hides it: each string field named *token or *_key of a section, set to a
+// value of its own, must come back — a new platform whose section forgets
+// its Secrets method fails here.
+func TestSecretsNameEveryTokenOfEverySection(t *testing.T) {
+	c := Default()
+	want := map[string]string{}
+	v := reflect.ValueOf(&c).Elem()
+	for i := range v.NumField() {
+		sec := v.Field(i)
+		if !v.Type().Field(i).IsExported() || sec.Kind() != reflect.Struct {
+			continue
+		}
+		for j := range sec.NumField() {
+			f := sec.Type().Field(j)
+			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if f.Type.Kind() == reflect.String && (strings.HasSuffix(name, "token") || strings.HasSuffix(name, "_key")) {
+				val := fmt.Sprintf("secret-%d-%d", i, j)
+				sec.Field(j).SetString(val)
+				want[v.Type().Field(i).Name+"."+name] = val
+			}
+		}
+	}
+	if len(want) < 5 {
+		t.Fatalf("found only %v: the test no longer sees the sections", want)
+	}
+	got := c.Secrets()
+	for key, val := range want {
+		if !slices.Contains(got, val) {
+			t.Errorf("%s is not among Secrets: doctor would print it", key)
 		}
 	}
 }

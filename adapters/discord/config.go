@@ -10,3 +10,6 @@ type Config struct {
 	APIURL string   `yaml:"api_url"` // default DefaultAPIURL
 	Guilds []string `yaml:"guilds"`  // register slash commands per guild (instant) instead of globally
 }
+
+// Secrets are the section's values that no output may show.
+func (c Config) Secrets() []string { return []string{c.Token} }

@@ -25,3 +25,6 @@ func IsLoopback(host string) bool {
 	ip := net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
 	return ip != nil && ip.IsLoopback()
 }
+
+// Secrets are the section's values that no output may show.
+func (c Config) Secrets() []string { return []string{c.Token} }

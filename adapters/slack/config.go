@@ -10,3 +10,6 @@ type Config struct {
 	AppToken string `yaml:"app_token"` // "xapp-...", with connections:write
 	APIURL   string `yaml:"api_url"`   // see Options.APIURL
 }
+
+// Secrets are the section's values that no output may show.
+func (c Config) Secrets() []string { return []string{c.BotToken, c.AppToken} }

@@ -56,3 +56,6 @@ func (m Memory) withDefaults() Memory {
 	m.ChatBytes = min(m.ChatBytes, m.TotalBytes)
 	return m
 }
+
+// Secrets are the section's values that no output may show.
+func (c Config) Secrets() []string { return []string{c.Token} }

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -67,7 +66,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer, lim
 	} else {
 		found = append([]finding{{"config", pass, path + " is valid"}}, diagnose(ctx, cfg, lim)...)
 	}
-	secrets := secretsOf(cfg)
+	secrets := cfg.Secrets()
 	counts := map[verdict]int{}
 	for _, f := range found {
 		counts[f.v]++
@@ -152,16 +151,6 @@ func checkHTTP(cfg config.Config) finding {
 	default:
 		return finding{"http", pass, "listens on " + cfg.HTTP.Listen + " (loopback, no token needed)"}
 	}
-}
-
-// secretsOf lists the configured tokens and keys, so that no line doctor
-// prints carries one even if an error quoted it.
-func secretsOf(cfg config.Config) []string {
-	s := []string{cfg.Slack.BotToken, cfg.Slack.AppToken, cfg.Telegram.Token, cfg.Discord.Token, cfg.HTTP.Token}
-	for _, set := range cfg.Engines {
-		s = append(s, set.Base().APIKey)
-	}
-	return slices.DeleteFunc(s, func(v string) bool { return len(v) < 4 })
 }
 
 func hide(text string, secrets []string) string {
