@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // Command is an agent's CLI as the engine would start it unsandboxed.
@@ -44,8 +45,10 @@ type Jail struct {
 	started chan bool
 	proxy   *Proxy
 	dir     string // the proxy socket's folder, removed by Close
-	turn    *Turn
-	once    sync.Once
+	// relayLog and relayGo are the relay's FIFOs (see relayScript).
+	relayLog, relayGo *os.File
+	turn              *Turn
+	once              sync.Once
 }
 
 // relayPort is the TCP port inside the sandbox where socat hands
@@ -203,18 +206,15 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 }
 
 // relayScript starts socat relaying 127.0.0.1:3128 inside the sandbox to
-// golem's proxy socket, waits (reading /proc/net/tcp with shell builtins
-// only) until it listens, and execs the CLI. $1 is socat, $2... the CLI.
+// golem's proxy socket, and execs the CLI once socat listens. socat says
+// so in its log (-d -d), which goes to a FIFO that golem reads (watchRelay);
+// golem then writes "go" (or "fail") to the other FIFO, on which the
+// script waits with a blocking read: no polling, no helper process. $1 is
+// socat, $2... the CLI.
 var relayScript = `s=$1; shift
-"$s" -b 131072 TCP-LISTEN:` + strconv.Itoa(relayPort) + `,bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:` + proxyMount + `/proxy.sock &
-i=0
-while :; do
-  while read -r _ l _ st _; do
-    [ "$l" = "0100007F:` + fmt.Sprintf("%04X", relayPort) + `" ] && [ "$st" = 0A ] && break 2
-  done < /proc/net/tcp
-  i=$((i+1))
-  [ $i -gt 20000 ] && { echo "golem's sandbox: the proxy relay (socat) did not start" >&2; exit 125; }
-done
+"$s" -d -d -b 262144 TCP-LISTEN:` + strconv.Itoa(relayPort) + `,bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:` + proxyMount + `/proxy.sock 2>` + proxyMount + `/relay.log &
+read -r ready < ` + proxyMount + `/relay.go
+[ "$ready" = go ] || { echo "golem's sandbox: the proxy relay (socat) did not start" >&2; exit 125; }
 exec "$@"`
 
 // Mounts is bwrap's arguments up to the command, for a debug log.
@@ -236,8 +236,7 @@ func (j *Jail) listen(hosts []string) error {
 		return fmt.Errorf("sandbox: proxy folder: %w", err)
 	}
 	j.dir = dir
-	// The CLI may run as another uid inside (bwrap maps ours): the socket
-	// is ours alone on the host, the folder is not listable by others.
+	// The folder is golem's alone (MkdirTemp makes it 0700).
 	l, err := net.Listen("unix", filepath.Join(dir, "proxy.sock"))
 	if err != nil {
 		os.RemoveAll(dir)
@@ -245,7 +244,44 @@ func (j *Jail) listen(hosts []string) error {
 	}
 	j.proxy = p
 	go p.Serve(l)
+	// The relay's FIFOs, opened read-write so that neither open blocks
+	// (whichever side comes first) and Close ends both.
+	for _, name := range []string{"relay.log", "relay.go"} {
+		if err := syscall.Mkfifo(filepath.Join(dir, name), 0o600); err != nil {
+			return fmt.Errorf("sandbox: relay FIFO: %w", err)
+		}
+	}
+	if j.relayLog, err = os.OpenFile(filepath.Join(dir, "relay.log"), os.O_RDWR, 0); err != nil {
+		return fmt.Errorf("sandbox: relay FIFO: %w", err)
+	}
+	if j.relayGo, err = os.OpenFile(filepath.Join(dir, "relay.go"), os.O_RDWR, 0); err != nil {
+		return fmt.Errorf("sandbox: relay FIFO: %w", err)
+	}
+	go j.watchRelay(j.relayLog, j.relayGo)
 	return nil
+}
+
+// watchRelay reads socat's log until it listens (then tells the script to
+// go on) or fails (then to give up), and drains the rest, per-connection
+// notices, until Close.
+func (j *Jail) watchRelay(log, ready *os.File) {
+	sc := bufio.NewScanner(log)
+	told := false
+	for sc.Scan() {
+		if told {
+			continue
+		}
+		line := sc.Text()
+		switch {
+		case strings.Contains(line, "listening on"):
+			ready.WriteString("go\n")
+			told = true
+		case strings.Contains(line, " E "): // socat's error level
+			j.turn.s.log.Warn("sandbox: the proxy relay (socat) failed", "err", line)
+			ready.WriteString("fail\n")
+			told = true
+		}
+	}
 }
 
 // watch reads bwrap's status pipe: a child-pid line once the sandbox is
@@ -292,6 +328,11 @@ func (j *Jail) Close() {
 		j.AfterStart()
 		if j.proxy != nil {
 			j.proxy.Close()
+		}
+		for _, f := range []*os.File{j.relayLog, j.relayGo} {
+			if f != nil {
+				f.Close()
+			}
 		}
 		if j.dir != "" {
 			os.RemoveAll(j.dir)

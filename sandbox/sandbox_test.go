@@ -37,6 +37,21 @@ func need(t *testing.T, cfg Config, o Options) *Sandbox {
 	return s
 }
 
+// needB is need for a benchmark.
+func needB(b *testing.B, cfg Config) *Sandbox {
+	b.Helper()
+	st := Probe(context.Background())
+	if !st.Works() || st.Socat == "" {
+		b.Skipf("the sandbox cannot work here: %v (socat %q)", st.Err, st.Socat)
+	}
+	cfg.Mode = ModeOn
+	s, err := New(context.Background(), cfg, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
 // logs is a slog handler that keeps what was logged.
 type logs struct {
 	mu  sync.Mutex
@@ -87,7 +102,7 @@ type fixture struct {
 	env                                []string
 }
 
-func newFixture(t *testing.T) fixture {
+func newFixture(t testing.TB) fixture {
 	// Outside /tmp, which the sandbox replaces by its own.
 	root, err := os.MkdirTemp("/var/tmp", "golem-sandbox-test-")
 	if err != nil {
