@@ -184,7 +184,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header()[k] = vs
 	}
 	w.WriteHeader(resp.StatusCode)
-	io.Copy(w, resp.Body)
+	io.CopyBuffer(w, resp.Body, make([]byte, 256<<10)) // a download in few writes
 }
 
 // connect opens a tunnel to an allowed host:port.
