@@ -70,7 +70,11 @@ func parseHostRule(s string) (hostRule, error) {
 	} else if strings.ContainsAny(host, ": ") || host == "" {
 		return hostRule{}, fmt.Errorf("%q is not a host name or an IP address", s)
 	}
-	return hostRule{host: strings.ToLower(strings.TrimSuffix(host, ".")), port: port}, nil
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	if host == "" || strings.HasPrefix(host, ".") {
+		return hostRule{}, fmt.Errorf("%q is not a host name or an IP address", s)
+	}
+	return hostRule{host: host, port: port}, nil
 }
 
 // NewProxy returns a proxy that lets through only hosts (allow_hosts
