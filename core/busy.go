@@ -112,7 +112,9 @@ func (d *Dispatcher) busy(c *conversation, m Message) (taken, tellQueued bool) {
 		if r.interrupt != nil && len(c.queue) < d.waitLimit() { // full: refused, the answer goes on
 			// Off the receive path: a message past its budget (refused
 			// when its turn comes) stops nothing.
+			d.workers.Add(1) // a turn runs: the count is above zero
 			go func(interrupt func(), eng string) {
+				defer d.workers.Done()
 				if d.overBudget(m) == "" {
 					interrupt()
 					d.meter.BusyMessage(m.Platform, eng, "interrupted")
@@ -295,10 +297,12 @@ const (
 func (d *Dispatcher) notTaken(ctx context.Context, c *conversation, msgs []Message, terminal parser.Event) {
 	if terminal.Type == parser.Error && terminal.Reason == parser.Stopped && !errors.Is(context.Cause(ctx), errSuperseded) && !d.closing.Load() {
 		for _, m := range msgs {
-			d.dropStopped(m) // a stream's was told "noted" and has ended
-			if m.Sink == nil {
-				d.answer(m, notDeliveredStopped, true)
+			if m.Sink != nil { // told "noted", its stream has ended: counted, nothing more to send
+				d.measure(m, d.engineFor(m), parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped}, nil, time.Time{})
+				continue
 			}
+			d.dropStopped(m)
+			d.answer(m, notDeliveredStopped, true)
 		}
 		return
 	}

@@ -339,11 +339,15 @@ func (d *Dispatcher) work(c *conversation) {
 		}
 		ctx, stop, interrupt := turnContext(d.life)
 		c.running = &running{started: time.Now(), stop: stop, interrupt: interrupt, queued: true}
-		if d.opts.Busy == BusyInterrupt && len(c.queue) > 0 {
-			interrupt() // a newer message came while this one waited: it interrupts in turn
+		var newer []Message // came while m waited: under busy: interrupt, one interrupts m in turn
+		if d.opts.Busy == BusyInterrupt {
+			newer = slices.Clone(c.queue)
 		}
 		gen, prev := c.generation, c.exiting
 		c.mu.Unlock()
+		if slices.ContainsFunc(newer, func(n Message) bool { return d.overBudget(n) == "" }) {
+			interrupt() // one past its budget, refused at its turn, stops nothing
+		}
 
 		// The budget is read here, not as the message came: Handle makes
 		// no store round trip but the dedupe's.

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -108,22 +109,32 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	if prev != nil { // the previous agent writes its session as it exits
 		select {
 		case <-prev:
-		case <-turnCtx.Done(): // the run fails at once and ends the turn stopped
+		case <-turnCtx.Done(): // no agent is started: the turn ends stopped
 		}
 	}
 	start := time.Now()
 	var steered []Message // written into the run while it ran
 	terminal := parser.Event{Type: parser.Error, Message: "the agent did not answer", Reason: parser.Crashed}
-	run, err := eng.Run(turnCtx, engine.Turn{
-		Prompt: prompt, SessionID: conv.SessionID, Model: set.model, Workdir: ws.Dir, Files: files,
-		OnStart: out.started, Mode: set.mode,
-		Sandbox: d.opts.Sandbox.Turn(set.sandbox, sandbox.Place{Workdir: ws.Dir, Tree: ws.Tree, Repo: ws.Repo, Files: files}),
-	})
+	var run *engine.Run
+	err = turnCtx.Err() // stopped or out of time already (while it waited for the last agent)
+	if err == nil {
+		run, err = eng.Run(turnCtx, engine.Turn{
+			Prompt: prompt, SessionID: conv.SessionID, Model: set.model, Workdir: ws.Dir, Files: files,
+			OnStart: out.started, Mode: set.mode,
+			Sandbox: d.opts.Sandbox.Turn(set.sandbox, sandbox.Place{Workdir: ws.Dir, Tree: ws.Tree, Repo: ws.Repo, Files: files}),
+		})
+	}
 	startErr := err
 	var firstText time.Time
-	if err != nil {
+	switch {
+	case err != nil && turnCtx.Err() != nil: // a stop, not an engine's failure
+		terminal = parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped}
+		if errors.Is(turnCtx.Err(), context.DeadlineExceeded) {
+			terminal = parser.Event{Type: parser.Error, Message: "timed out", Reason: parser.TimedOut}
+		}
+	case err != nil:
 		terminal = parser.Event{Type: parser.Error, Message: err.Error(), Reason: parser.Failed}
-	} else {
+	default:
 		// Messages sent meanwhile may go into the run (BusySteer) until
 		// its terminal event; those it could not take queue after it.
 		endSteering := d.startSteering(c, run, set.engine, m, ws.Dir, log)

@@ -105,3 +105,55 @@ func TestMessagesPutBackKeepTheQueueBound(t *testing.T) {
 		t.Errorf("the agent was asked %q, want first, then second (queue_depth 1)", eng.prompts)
 	}
 }
+
+// Under busy: interrupt a message past its budget stops nothing: not the
+// running answer, and not a message waiting behind it (found by review:
+// the waiting one was interrupted in turn by the refused one).
+func TestOverBudgetMessageDoesNotInterruptTheWaitingOne(t *testing.T) {
+	clk := newClock(time.Date(2026, 3, 31, 12, 0, 0, 0, time.UTC))
+	h := newHarness(t, chatLimits, func(o *core.Options) {
+		o.Now = clk.now
+		o.Busy = core.BusyInterrupt
+		o.Allow = []string{"rec:alice", "rec:bob"}
+		o.Budgets = core.Budgets{DailyUSDPerUser: 0.001}
+	})
+	h.say("alice", "first")
+	h.rec.waitText("echo: first") // alice is past her budget now
+	h.say("bob", "!text 20\n!hang")
+	h.rec.waitFor("bob's answer's start", func(texts []string) bool { return len(texts) == 2 && len(texts[1]) >= 20 })
+	h.say("bob", "second")      // interrupts bob's answer, waits for it to end
+	h.say("alice", "also this") // past her budget: refused, stops nothing
+	h.rec.waitText("daily budget is $0.0010")
+	h.rec.waitText("echo: second")
+	h.stop()
+	if n := strings.Count(h.rec.all(), "Stopped for the newer message"); n != 1 {
+		t.Errorf("%d answers stopped for a newer message, want 1 (bob's first):\n%s", n, h.rec.all())
+	}
+}
+
+// A /stop while the next turn waits for the previous agent to exit ends
+// that turn stopped, not with the engine's "context canceled" (found by
+// review).
+func TestStopWhileWaitingForTheLastAgentSaysStopped(t *testing.T) {
+	h := newHarness(t, chatLimits, func(o *core.Options) { o.Context = core.ContextLimits{MaxMessages: 20, MaxChars: 8000} })
+	h.stop()
+	src := &timedHistorian{recorder: h.rec}
+	h.startWith(src)
+	h.say("alice", "!linger 1h\nfirst") // the engine stops it 2 s after its result
+	h.rec.waitText("echo: first")
+	h.say("alice", "second")
+	h.rec.waitFor("the second turn preparing", func([]string) bool {
+		src.mu.Lock()
+		defer src.mu.Unlock()
+		return len(src.at) == 2
+	})
+	h.say("alice", "/stop")
+	h.rec.waitText("⏹️ _Stopped._")
+	h.stop()
+	if all := h.rec.all(); strings.Contains(all, "context canceled") || strings.Contains(all, "Error") {
+		t.Errorf("the stopped turn read as an engine error:\n%s", all)
+	}
+	if inv := enginetest.ReadLog(t, h.log); len(inv) != 1 {
+		t.Errorf("the agent ran %d times, want once: the stopped turn starts none", len(inv))
+	}
+}
