@@ -194,7 +194,11 @@ func newSandbox(cfg config.Config, log *slog.Logger) (*sandbox.Sandbox, error) {
 	for k, ch := range cfg.Channels {
 		channels[k] = ch.Sandbox
 	}
-	return sandbox.New(context.Background(), cfg.Sandbox, sandbox.Options{Hide: sandboxHidden(cfg), Channels: channels, Logger: log})
+	sb, err := sandbox.New(context.Background(), cfg.Sandbox, sandbox.Options{Hide: sandboxHidden(cfg), Channels: channels, Logger: log})
+	if err == nil && sb.Off() == "" {
+		log.Info("sandbox: agents run in bubblewrap", "bwrap", sb.Status().Bwrap, "network", cfg.Sandbox.Network)
+	}
+	return sb, err
 }
 
 // sandboxHidden are the paths of golem's own that agents never see.
