@@ -75,6 +75,9 @@ skills: %q # SKILLSX
 max_concurrent: %d
 queue_depth: 5
 log_level: warn
+# These measure golem's own cost, comparable with the figures taken before
+# the sandbox; engine's BenchmarkSandboxTurnStart measures what it adds.
+sandbox: {mode: "off"}
 engines:
   claude-code: {command: %q, env: {FAKE_AGENT_LOG: %q}}
 slack: {bot_token: "", app_token: ""}
