@@ -13,7 +13,7 @@ import (
 )
 
 // TestSandboxedStop: a stopped sandboxed turn ends "stopped" as soon as
-// its CLI takes the SIGTERM (well within the two seconds before SIGKILL),
+// its CLI takes the SIGTERM (before the SIGKILL two seconds later),
 // with each network.
 func TestSandboxedStop(t *testing.T) {
 	for _, network := range []sandbox.Network{sandbox.None, sandbox.Allowlist} {
@@ -40,7 +40,7 @@ func TestSandboxedStop(t *testing.T) {
 				last = ev
 			}
 			<-r.Exited()
-			if took := time.Since(start); took > time.Second || last.Reason != parser.Stopped {
+			if took := time.Since(start); took > 1500*time.Millisecond || last.Reason != parser.Stopped { // SIGKILL comes at 2 s
 				t.Errorf("the stop took %v and ended with %+v", took, last)
 			}
 		})
