@@ -90,7 +90,7 @@ func (s *Server) neededScopeLocked(method string, a map[string]string) string {
 		}
 	case "users.info":
 		need = "users:read"
-	case "chat.postMessage", "chat.update", "chat.postEphemeral":
+	case "chat.postMessage", "chat.update", "chat.postEphemeral", "chat.startStream", "chat.appendStream", "chat.stopStream":
 		need = "chat:write"
 	case "reactions.add", "reactions.remove":
 		need = "reactions:write"

@@ -9,7 +9,9 @@
 // call that needs a scope the token lacks (SetScopes) and not_in_channel
 // where the bot is not a member (Leave). It enforces a
 // configurable chat.update budget per minute the way Slack enforces Tier 3:
-// a call over the budget gets HTTP 429 with Retry-After.
+// a call over the budget gets HTTP 429 with Retry-After. It streams
+// messages as Slack does (chat.startStream, chat.appendStream,
+// chat.stopStream; see stream.go), with their tiers' limits.
 //
 // Point slack-go at it with slack.OptionAPIURL(s.APIURL()) and
 // slack.OptionAppLevelToken(AppToken), using BotToken as the bot token.
@@ -41,6 +43,10 @@ type Options struct {
 	// seconds is refused with 429 and a Retry-After telling when a slot
 	// frees. Zero means unlimited.
 	UpdatesPerMinute int
+	// StreamIdle is how long a streamed message may go without an append
+	// before its stream ends (message_not_in_streaming_state afterwards);
+	// default DefaultStreamIdle.
+	StreamIdle time.Duration
 	// PingInterval is how often the socket pings the client; default 2s.
 	// slack-go reconnects when it hears no ping for 30 s.
 	PingInterval time.Duration
@@ -89,6 +95,15 @@ type Message struct {
 	// Metadata is the message metadata as posted (JSON); history reads
 	// show it only with include_all_metadata, as Slack does.
 	Metadata string
+	// Streaming is true from chat.startStream until chat.stopStream or
+	// the stream's expiry (Options.StreamIdle); chat.update refuses such a
+	// message (streaming_state_conflict). Appends counts the successful
+	// chat.appendStream and chat.stopStream calls on it; Recipient is the
+	// recipient_user_id it was started with.
+	Streaming bool
+	Appends   int
+	Recipient string
+	streamAt  time.Time // the stream's start or latest append
 }
 
 // Server is a running fake Slack. Its methods are safe for concurrent use.
@@ -99,27 +114,29 @@ type Server struct {
 	opts Options
 	http *httptest.Server
 
-	mu       sync.Mutex
-	changed  chan struct{} // closed and replaced on every change
-	seq      int
-	lastTS   int64 // the latest message timestamp, in microseconds
-	calls    []Call
-	faults   map[string][]Failure
-	msgs     []*Message
-	files    map[string]*file
-	pending  map[string]*file // files.getUploadURLExternal'd, not yet completed
-	uploads  []Upload         // files the bot shared with files.completeUploadExternal
-	updates  []time.Time      // successful chat.update times, within a minute
-	tickets  map[string]bool
-	conns    []*wsConn
-	connects int
-	acks     map[string]Ack
-	users    map[string]User
-	scopes   []string        // the bot token's
-	left     map[string]bool // channels the bot is not in
-	mpims    map[string]bool // channels that are group DMs (GroupDM)
-	holding  map[string]int  // calls held by Failure.Until, per method
-	closed   bool
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced on every change
+	seq     int
+	lastTS  int64 // the latest message timestamp, in microseconds
+	calls   []Call
+	faults  map[string][]Failure
+	msgs    []*Message
+	files   map[string]*file
+	pending map[string]*file // files.getUploadURLExternal'd, not yet completed
+	uploads []Upload         // files the bot shared with files.completeUploadExternal
+	updates []time.Time      // successful chat.update times, within a minute
+	// streamCalls are the successful streaming calls per method, within a minute.
+	streamCalls map[string][]time.Time
+	tickets     map[string]bool
+	conns       []*wsConn
+	connects    int
+	acks        map[string]Ack
+	users       map[string]User
+	scopes      []string        // the bot token's
+	left        map[string]bool // channels the bot is not in
+	mpims       map[string]bool // channels that are group DMs (GroupDM)
+	holding     map[string]int  // calls held by Failure.Until, per method
+	closed      bool
 }
 
 // New starts a fake Slack on 127.0.0.1. Call Close when done.
@@ -140,6 +157,8 @@ func New(opts Options) *Server {
 		left:    map[string]bool{},
 		mpims:   map[string]bool{},
 		holding: map[string]int{},
+
+		streamCalls: map[string][]time.Time{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/{method}", s.serveAPI)

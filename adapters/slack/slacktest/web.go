@@ -133,13 +133,20 @@ func (s *Server) answerAPI(method string, args map[string]string, token string) 
 		}
 	}
 
-	res, errCode := s.apiLocked(method, args)
+	if wait, over := s.overStreamLimitLocked(method, call.At); over {
+		a := reply(http.StatusTooManyRequests, "ratelimited")
+		a.retryAfter = wait
+		return a, false
+	}
+
+	res, errCode := s.apiLocked(method, args, call.At)
 	if errCode != "" {
 		return reply(http.StatusOK, errCode), false
 	}
 	if method == "chat.update" {
 		s.updates = append(s.updates, call.At)
 	}
+	s.noteStreamCallLocked(method, call.At)
 	if fault != nil { // it landed, and the client hears of trouble
 		return s.faultLocked(*fault, reply), fault.Hang
 	}
@@ -189,8 +196,10 @@ func (s *Server) overUpdateBudgetLocked(now time.Time) (retryAfter int, over boo
 
 // apiLocked runs one authorized method and returns its result fields or
 // an ok:false error code.
-func (s *Server) apiLocked(method string, a map[string]string) (map[string]any, string) {
+func (s *Server) apiLocked(method string, a map[string]string, now time.Time) (map[string]any, string) {
 	switch method {
+	case "chat.startStream", "chat.appendStream", "chat.stopStream":
+		return s.streamLocked(method, a, now)
 	case "auth.test":
 		return map[string]any{"url": s.URL + "/", "team": "Fake", "user": "golem",
 			"team_id": TeamID, "user_id": BotUserID, "bot_id": BotID}, ""
@@ -219,12 +228,15 @@ func (s *Server) apiLocked(method string, a map[string]string) (map[string]any, 
 		s.msgs = append(s.msgs, m)
 		return map[string]any{"channel": m.Channel, "ts": m.TS, "message": wireMessage(m)}, ""
 	case "chat.update":
+		s.expireStreamsLocked(now)
 		m := s.findLocked(a["channel"], a["ts"])
 		switch {
 		case m == nil:
 			return nil, "message_not_found"
 		case m.BotID != BotID:
 			return nil, "cant_update_message"
+		case m.Streaming:
+			return nil, "streaming_state_conflict"
 		case a["text"] == "":
 			return nil, "no_text"
 		case len([]rune(a["text"])) > maxText:
