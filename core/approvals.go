@@ -246,9 +246,13 @@ func (d *Dispatcher) decide(id string, from *actor, ans engine.PermissionAnswer,
 		}
 		return "", ErrUnknownRequest
 	case from != nil && (r.platform != from.platform || r.workspace != from.workspace ||
-		r.channel != from.channel && (from.question.ID == "" || from.question != r.question)):
+		r.channel != from.channel && (from.question.ID == "" || r.question.ID != "" && from.question != r.question)):
 		// A click on the question itself belongs, wherever the platform
-		// shows it (a Discord thread is a channel of its own).
+		// shows it (a Discord thread is a channel of its own), also while
+		// its post has not returned yet (r.question unknown): the
+		// platform showed it, and delivers clicks on its buttons, before
+		// golem reads the answer to the post, and only that message
+		// carries this request's buttons.
 		d.approvals.mu.Unlock()
 		return "", ErrUnknownRequest
 	case from != nil && !d.mayAnswer(r, from):

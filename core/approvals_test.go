@@ -23,6 +23,7 @@ type askRecorder struct {
 	questions  []core.Question
 	askedAfter []asked           // what the chat showed when each question came
 	settled    map[string]string // question id -> text
+	hold       chan struct{}     // when set, Ask returns once it is closed
 }
 
 // asked is what the chat showed when a question was posted: how many
@@ -50,6 +51,16 @@ func (a *askRecorder) Ask(ctx context.Context, q core.Question) (core.MessageRef
 	a.mu.Lock()
 	a.askedAfter = append(a.askedAfter, at)
 	a.mu.Unlock()
+	if a.hold != nil {
+		// The question shows (its buttons can be clicked) before the
+		// platform's answer to the post has come back.
+		a.mu.Lock()
+		a.questions = append(a.questions, q)
+		a.mu.Unlock()
+		a.notify()
+		<-a.hold
+		return a.recorder.Send(ctx, q.Place, q.Text)
+	}
 	ref, err := a.recorder.Send(ctx, q.Place, q.Text)
 	a.mu.Lock()
 	a.questions = append(a.questions, q)
@@ -349,5 +360,31 @@ func TestApprovalExpiresOnRestart(t *testing.T) {
 	recs, _ := st.Approvals(true)
 	if len(recs) != 0 {
 		t.Errorf("still undecided after the restart: %+v", recs)
+	}
+}
+
+// TestClickWhileTheQuestionIsPosted: a click on a question that comes
+// before the platform's answer to its post (Discord shows the message in
+// the answer's thread, and delivers a click on it, before golem has read
+// the message's id) answers the request, instead of being refused as a
+// click from another channel (TestApprovalButtons on Discord failed 1 run
+// in 20 so under load).
+func TestClickWhileTheQuestionIsPosted(t *testing.T) {
+	hold := make(chan struct{})
+	rec := &askRecorder{hold: hold}
+	h := newHarness(t, chatLimits, nil)
+	rec.recorder = h.rec
+	h.d.Register(rec)
+	h.say("alice", askWrite)
+	q := rec.question(t, 1)
+	res := h.d.HandleAction(context.Background(), core.Action{Platform: "rec", Channel: "T1", User: "alice", UserName: "alice",
+		Question: core.MessageRef{Channel: "T1", ID: "not-yet-known"}, Data: q.Choices[0].Data})
+	close(hold)
+	if res.Err != nil || !strings.Contains(res.Settled, "allowed by alice") {
+		t.Errorf("the asker's click while the question was being posted: %+v", res)
+	}
+	other := h.d.HandleAction(context.Background(), core.Action{Platform: "other", Channel: "T1", User: "alice", Data: q.Choices[0].Data})
+	if !errors.Is(other.Err, core.ErrUnknownRequest) && !errors.Is(other.Err, core.ErrDecided) {
+		t.Errorf("a click from another platform: %+v", other)
 	}
 }
