@@ -193,6 +193,9 @@ func (d *Dispatcher) HandleAction(ctx context.Context, a Action) ActionResult {
 	if !ok {
 		return ActionResult{Refusal: "This button is not golem's.", Err: ErrUnknownRequest}
 	}
+	if verb == "resume" {
+		return d.resumeAction(a, id)
+	}
 	who := a.Platform + ":" + a.User
 	ans := engine.PermissionAnswer{}
 	switch verb {

@@ -62,6 +62,13 @@ var commandList = []Command{
 		Help: "open a pull request for this conversation's branch (runs `pr_command`)"},
 	{Name: "usage", Summary: "What this conversation, you and everyone used today and this month",
 		Help: "what this conversation, you and everyone used today and this month"},
+	{Name: "sessions", Summary: "The agent sessions of this working directory, also those started in a terminal",
+		Help: "the agent sessions of this working directory (also those started in a terminal)"},
+	{Name: "resume", Summary: "Continue an agent session of this working directory here",
+		Help: "`/resume ID` continue one of `/sessions` here",
+		Args: []Arg{{Name: "id", Summary: "The session id, or its first characters (4 or more)", Required: true}}},
+	{Name: "session", Summary: "The command that continues this conversation in a terminal",
+		Help: "the command that continues this conversation in a terminal"},
 	{Name: "help", Summary: "What golem can do", Help: "this list"},
 }
 
@@ -119,6 +126,13 @@ func (d *Dispatcher) command(m Message, name, args string) {
 	case "diff", "branch", "pr":
 		d.workCommand(m, name)
 		return
+	case "sessions":
+		d.listSessions(m)
+		return
+	case "resume":
+		text, err = d.resume(m, args)
+	case "session":
+		text, err = d.terminalSession(m)
 	}
 	if err != nil {
 		d.log.Error("command", "command", name, "conversation", key, "err", err)

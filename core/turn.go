@@ -257,6 +257,7 @@ func (d *Dispatcher) saveSession(c *conversation, gen int, key store.Key, eng, s
 			return false
 		}
 		sc.Engine, sc.SessionID, sc.LastUsed = eng, session, time.Now()
+		sc.Sessions = store.AddSession(sc.Sessions, session)
 		return true
 	})
 	if err != nil {

@@ -45,6 +45,28 @@ type Conversation struct {
 	Model     string // "" = the engine's default
 	SessionID string // "" = no session yet
 	LastUsed  time.Time
+	// Sessions are the agent sessions this conversation has been in (its
+	// own and those /resume took), oldest first, at most MaxSessions: who
+	// may /resume one of them again needs no approver.
+	Sessions []string
+}
+
+// MaxSessions bounds Conversation.Sessions.
+const MaxSessions = 20
+
+// AddSession returns sessions with id last, once, and at most MaxSessions.
+func AddSession(sessions []string, id string) []string {
+	if id == "" {
+		return sessions
+	}
+	out := make([]string, 0, len(sessions)+1)
+	for _, s := range sessions {
+		if s != id {
+			out = append(out, s)
+		}
+	}
+	out = append(out, id)
+	return out[max(0, len(out)-MaxSessions):]
 }
 
 // InFlight is a turn that has started and not yet ended. What is left at

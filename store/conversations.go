@@ -13,14 +13,15 @@ import (
 // left out, the key only in the bucket key and the time in unix
 // nanoseconds, so a typical record is well under 100 bytes.
 type convRecord struct {
-	Engine    string `json:"e,omitempty"`
-	Model     string `json:"m,omitempty"`
-	SessionID string `json:"s,omitempty"`
-	LastUsed  int64  `json:"u,omitempty"` // unix ns; 0 = never
+	Engine    string   `json:"e,omitempty"`
+	Model     string   `json:"m,omitempty"`
+	SessionID string   `json:"s,omitempty"`
+	LastUsed  int64    `json:"u,omitempty"` // unix ns; 0 = never
+	Sessions  []string `json:"ss,omitempty"`
 }
 
 func encodeConversation(c Conversation) ([]byte, error) {
-	r := convRecord{Engine: c.Engine, Model: c.Model, SessionID: c.SessionID}
+	r := convRecord{Engine: c.Engine, Model: c.Model, SessionID: c.SessionID, Sessions: c.Sessions}
 	if !c.LastUsed.IsZero() {
 		r.LastUsed = c.LastUsed.UnixNano()
 	}
@@ -32,7 +33,7 @@ func decodeConversation(key Key, raw []byte) (Conversation, error) {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return Conversation{}, fmt.Errorf("%w: conversation %q: %w", ErrCorrupt, key, err)
 	}
-	c := Conversation{Key: key, Engine: r.Engine, Model: r.Model, SessionID: r.SessionID}
+	c := Conversation{Key: key, Engine: r.Engine, Model: r.Model, SessionID: r.SessionID, Sessions: r.Sessions}
 	if r.LastUsed != 0 {
 		c.LastUsed = time.Unix(0, r.LastUsed)
 	}

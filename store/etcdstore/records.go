@@ -16,10 +16,11 @@ import (
 // convRecord is a Conversation as stored: short JSON names, empty fields
 // left out, the time in unix nanoseconds (the bbolt backend's record too).
 type convRecord struct {
-	Engine    string `json:"e,omitempty"`
-	Model     string `json:"m,omitempty"`
-	SessionID string `json:"s,omitempty"`
-	LastUsed  int64  `json:"u,omitempty"`
+	Engine    string   `json:"e,omitempty"`
+	Model     string   `json:"m,omitempty"`
+	SessionID string   `json:"s,omitempty"`
+	LastUsed  int64    `json:"u,omitempty"`
+	Sessions  []string `json:"ss,omitempty"`
 }
 
 func (s *Store) convKey(k store.Key) string { return s.prefix + "conv/" + k.String() }
@@ -33,7 +34,7 @@ func decodeConversation(key store.Key, kv *mvccpb.KeyValue) (store.Conversation,
 	if err := json.Unmarshal(kv.Value, &r); err != nil {
 		return c, fmt.Errorf("%w: conversation %q: %w", store.ErrCorrupt, key, err)
 	}
-	c.Engine, c.Model, c.SessionID = r.Engine, r.Model, r.SessionID
+	c.Engine, c.Model, c.SessionID, c.Sessions = r.Engine, r.Model, r.SessionID, r.Sessions
 	if r.LastUsed != 0 {
 		c.LastUsed = time.Unix(0, r.LastUsed)
 	}
@@ -44,7 +45,7 @@ func encodeConversation(c store.Conversation) []byte {
 	if c.LastUsed.IsZero() {
 		c.LastUsed = time.Now()
 	}
-	raw, _ := json.Marshal(convRecord{Engine: c.Engine, Model: c.Model, SessionID: c.SessionID, LastUsed: c.LastUsed.UnixNano()})
+	raw, _ := json.Marshal(convRecord{Engine: c.Engine, Model: c.Model, SessionID: c.SessionID, LastUsed: c.LastUsed.UnixNano(), Sessions: c.Sessions})
 	return raw
 }
 

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -77,7 +78,7 @@ func closeStore(t *testing.T, s store.Store) {
 
 func sameConversation(a, b store.Conversation) bool {
 	return a.Key == b.Key && a.Engine == b.Engine && a.Model == b.Model &&
-		a.SessionID == b.SessionID && a.LastUsed.Equal(b.LastUsed)
+		a.SessionID == b.SessionID && a.LastUsed.Equal(b.LastUsed) && slices.Equal(a.Sessions, b.Sessions)
 }
 
 func testConversations(t *testing.T, open func() store.Store) {
@@ -95,7 +96,7 @@ func testConversations(t *testing.T, open func() store.Store) {
 			return s.SaveConversation(store.Conversation{Key: key("slack:T1:C2"), SessionID: "new", LastUsed: used})
 		},
 		func() error {
-			return s.SaveConversation(store.Conversation{Key: key("slack:T1:C3"), Engine: "codex", Model: "m", SessionID: "sess", LastUsed: used})
+			return s.SaveConversation(store.Conversation{Key: key("slack:T1:C3"), Engine: "codex", Model: "m", SessionID: "sess", LastUsed: used, Sessions: []string{"before", "sess"}})
 		},
 		func() error { return s.ClearSession(key("slack:T1:C3")) },
 		func() error { return s.ClearSession(key("slack:T1:C4")) },
@@ -113,7 +114,7 @@ func testConversations(t *testing.T, open func() store.Store) {
 	want := []store.Conversation{
 		{Key: key("slack:T1:C1"), Engine: "cursor", Model: "gpt-5", SessionID: "sess-1", LastUsed: used},
 		{Key: key("slack:T1:C2"), SessionID: "new", LastUsed: used},
-		{Key: key("slack:T1:C3"), Engine: "codex", Model: "m", LastUsed: used},
+		{Key: key("slack:T1:C3"), Engine: "codex", Model: "m", LastUsed: used, Sessions: []string{"before", "sess"}}, // /new keeps what it had
 		{Key: key("slack:T1:C4")}, // clearing an absent key stores nothing
 		{Key: key("slack:T9:C1")},
 	}
