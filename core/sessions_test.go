@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,5 +165,47 @@ func TestResumeNeedsApprover(t *testing.T) {
 	}
 	if got := s.ask("alice", "/resume 3565"); !strings.Contains(got, "now continues session `356511aa`") {
 		t.Errorf("alice's /resume of a session the conversation had: %q", got)
+	}
+}
+
+// askingRecorder is the recorder with buttons: it keeps the questions.
+type askingRecorder struct {
+	*recorder
+	asked chan core.Question
+}
+
+func (a *askingRecorder) Ask(_ context.Context, q core.Question) (core.MessageRef, error) {
+	a.asked <- q
+	return core.MessageRef{Channel: q.Place.Channel, ID: "q1"}, nil
+}
+
+func (a *askingRecorder) Settle(context.Context, core.MessageRef, string) error { return nil }
+
+// TestSessionsContinueButton: on a platform with buttons /sessions has a
+// Continue button per session; a click resumes it, as /resume does.
+func TestSessionsContinueButton(t *testing.T) {
+	s := newSessionsHarness(t, nil)
+	s.stop()
+	ask := &askingRecorder{recorder: s.rec, asked: make(chan core.Question, 1)}
+	s.startWith(ask)
+	s.say("alice", "/sessions")
+	q := <-ask.asked
+	if !strings.Contains(q.Text, "• `db2e0271` · ") || len(q.Choices) != 2 || q.Choices[1].Label != "Continue db2e0271" {
+		t.Fatalf("question %q with %+v", q.Text, q.Choices)
+	}
+	res := s.d.HandleAction(context.Background(), core.Action{Platform: "rec", Channel: "C1", User: "mallory", Data: q.Choices[1].Data})
+	if res.Err == nil {
+		t.Errorf("a click by someone not allowed resumed: %+v", res)
+	}
+	res = s.d.HandleAction(context.Background(), core.Action{Platform: "rec", Channel: "C1", User: "alice", UserName: "Alice",
+		Question: core.MessageRef{Channel: "C1", ID: "q1"}, Data: q.Choices[1].Data})
+	if res.Err != nil || !strings.Contains(res.Settled, "now continues session `db2e0271`") || !strings.HasSuffix(res.Settled, "— Alice") {
+		t.Fatalf("click: %+v", res)
+	}
+	s.say("alice", "go on")
+	s.rec.waitText("echo: go on")
+	invs := enginetest.ReadLog(t, s.log)
+	if id, _ := invs[len(invs)-1].Flag("--resume"); id != recordedTwo {
+		t.Errorf("after the click the turn ran with --resume %q, want %s", id, recordedTwo)
 	}
 }
