@@ -103,14 +103,15 @@ func (d *Dispatcher) sessionsText(m Message, key store.Key) (string, []Choice) {
 	b.WriteString(":\n")
 	var choices []Choice
 	for _, s := range shown {
-		fmt.Fprintf(&b, "• `%s` · %s · %s", shortSession(s.ID), s.Written.UTC().Format("2006-01-02 15:04 UTC"), promptsText(s.Prompts))
+		short := uniquePrefix(s.ID, all)
+		fmt.Fprintf(&b, "• `%s` · %s · %s", short, s.Written.UTC().Format("2006-01-02 15:04 UTC"), promptsText(s.Prompts))
 		if s.FirstPrompt != "" {
 			fmt.Fprintf(&b, " · “%s”", firstLine(s.FirstPrompt, 60))
 		}
 		if s.ID == conv.SessionID {
 			b.WriteString(" ← **this conversation**")
 		} else {
-			choices = append(choices, Choice{Label: "Continue " + shortSession(s.ID), Data: "golem:resume:" + s.ID})
+			choices = append(choices, Choice{Label: "Continue " + short, Data: "golem:resume:" + s.ID})
 		}
 		b.WriteByte('\n')
 	}
@@ -149,6 +150,19 @@ func promptsText(n int) string {
 		return "1 prompt"
 	}
 	return fmt.Sprintf("%d prompts", n)
+}
+
+// uniquePrefix is id's first 8 characters, or as many more as tell it
+// from the other sessions of all (Codex's ids begin with the time, so
+// sessions of the same minute share their first 8).
+func uniquePrefix(id string, all []engine.Session) string {
+	n := min(len(id), 8)
+	for _, o := range all {
+		for o.ID != id && n < len(id) && strings.HasPrefix(o.ID, id[:n]) {
+			n++
+		}
+	}
+	return id[:n]
 }
 
 // shortSession is the first 8 characters of a session id, what /sessions
