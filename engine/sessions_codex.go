@@ -72,18 +72,19 @@ func codexLine(line []byte) (string, bool, string) {
 	return strings.Join(texts, "\n"), true, ""
 }
 
-// codexCwds caches the working directory each rollout file records in its
-// first line, by path.
-var codexCwds = struct {
+// heads caches what a session file records of itself in its first line
+// (Codex: the working directory; Gemini CLI: the session id), by path.
+var heads = struct {
 	mu sync.Mutex
 	m  map[string]string
 }{m: map[string]string{}}
 
-// codexCwd is the working directory the rollout file at path records.
-func codexCwd(path string) string {
-	codexCwds.mu.Lock()
-	cwd, ok := codexCwds.m[path]
-	codexCwds.mu.Unlock()
+// headValue is what the first line of the file at path records of it, as
+// info reads it (its cwd value).
+func headValue(path string, info lineInfo) string {
+	heads.mu.Lock()
+	cwd, ok := heads.m[path]
+	heads.mu.Unlock()
 	if ok {
 		return cwd
 	}
@@ -104,13 +105,13 @@ func codexCwd(path string) string {
 			break
 		}
 	}
-	_, _, cwd = codexLine(bytes.TrimSpace(first))
-	codexCwds.mu.Lock()
-	if len(codexCwds.m) >= maxSummaries {
-		codexCwds.m = map[string]string{}
+	_, _, cwd = info(bytes.TrimSpace(first))
+	heads.mu.Lock()
+	if len(heads.m) >= maxSummaries {
+		heads.m = map[string]string{}
 	}
-	codexCwds.m[path] = cwd
-	codexCwds.mu.Unlock()
+	heads.m[path] = cwd
+	heads.mu.Unlock()
 	return cwd
 }
 
@@ -145,7 +146,7 @@ func (e *Codex) codexFiles(prefix string) ([]sessionFile, []string) {
 			return nil
 		}
 		files = append(files, sessionFile{id: id, path: path, st: st})
-		cwds = append(cwds, codexCwd(path))
+		cwds = append(cwds, headValue(path, codexLine))
 		return nil
 	})
 	return files, cwds
