@@ -222,6 +222,15 @@ type Drafter interface {
 	Draft(ctx context.Context, to Place, text string) error
 }
 
+// Ender is implemented by posters whose answer messages stay open while
+// they grow (Slack's streamed messages, chat.startStream … chat.stopStream):
+// Send opens one, Edit and EditLatest grow it, and the streamer calls End
+// for each message of the answer once its final text is delivered, so the
+// platform shows it as complete. An error is logged; the text is there.
+type Ender interface {
+	End(ctx context.Context, msg MessageRef) error
+}
+
 // Typist is implemented by adapters that can show the bot is working (a
 // typing action, a reaction on the incoming message). Typing is called when
 // a turn starts and the returned stop func when it ends.

@@ -433,6 +433,13 @@ func (r *Reply) finish(ctx context.Context, text, notice string, tools []string)
 			_ = backoff.Wait(ctx, "deliver the final text, retrying", "failed", err)
 		}
 	}
+	if e, ok := r.a.(Ender); ok {
+		for _, m := range r.msgs {
+			if err := e.End(ctx, m.ref); err != nil {
+				r.log.Warn("end answer", "err", err)
+			}
+		}
+	}
 }
 
 func (r *Reply) send(ctx context.Context, text string) error {

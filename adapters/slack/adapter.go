@@ -56,6 +56,11 @@ type Options struct {
 	// handed on (see internal/journal), under "slack.pending"; nil keeps
 	// them in memory only, so a kill loses those.
 	State core.StateStore
+	// Streaming is how an answer grows (slack.streaming): StreamEdits
+	// (default) posts it and redraws it with chat.update; StreamNative
+	// streams it as a thread reply with chat.startStream, appendStream and
+	// stopStream (see stream.go).
+	Streaming string
 	// HTTPClient is used for every Web API call and file transfer;
 	// default a client that gives up on an answer not begun within 30 s
 	// of the request. Besides, one attempt of a Web API call is bounded to
@@ -70,6 +75,9 @@ type webAPI interface {
 	UpdateMessageContext(ctx context.Context, channel, ts string, opts ...slackapi.MsgOption) (string, string, string, error)
 	PostEphemeralContext(ctx context.Context, channel, user string, opts ...slackapi.MsgOption) (string, error)
 	AddReactionContext(ctx context.Context, name string, item slackapi.ItemRef) error
+	StartStreamContext(ctx context.Context, channel string, opts ...slackapi.MsgOption) (string, string, error)
+	AppendStreamContext(ctx context.Context, channel, ts string, opts ...slackapi.MsgOption) (string, string, error)
+	StopStreamContext(ctx context.Context, channel, ts string, opts ...slackapi.MsgOption) (string, string, error)
 	RemoveReactionContext(ctx context.Context, name string, item slackapi.ItemRef) error
 	GetFileInfoContext(ctx context.Context, id string, count, page int) (*slackapi.File, []slackapi.Comment, *slackapi.Paging, error)
 	GetFileContext(ctx context.Context, url string, w io.Writer) error
@@ -90,8 +98,11 @@ type Adapter struct {
 	api    webAPI
 
 	updates *budget // chat.update, workspace-wide
-	posts   *channelPace
-	retry   retry.Policy // tests shorten its backoff
+
+	// Native streaming: Tier 2 for starts and stops, Tier 4 for appends.
+	streamStarts, streamStops, appends *budget
+	posts                              *channelPace
+	retry                              retry.Policy // tests shorten its backoff
 
 	mu          sync.Mutex
 	botUser     string // the bot's user id, "U..."
@@ -107,6 +118,13 @@ type Adapter struct {
 	journal *journal.Journal
 
 	posted map[string]string // per channel: the latest ts the bot posted; guarded by mu
+
+	// Guarded by mu, used with Streaming native: the open streams by
+	// channel/ts, who sent each message by channel/ts, and the answers
+	// (channel/ts of the message answered) whose stream did not start.
+	streams map[string]*stream
+	askers  map[string]asker
+	refused map[string]bool
 }
 
 var (
@@ -114,6 +132,7 @@ var (
 	_ core.Typist       = (*Adapter)(nil)
 	_ core.LatestEditor = (*Adapter)(nil)
 	_ core.Uploader     = (*Adapter)(nil)
+	_ core.Ender        = (*Adapter)(nil)
 )
 
 // New checks opts and returns an adapter; it connects in Start.
@@ -139,6 +158,13 @@ func New(opts Options) (*Adapter, error) {
 	if opts.MaxUpload <= 0 || opts.MaxUpload > MaxUpload {
 		opts.MaxUpload = MaxUpload
 	}
+	switch opts.Streaming {
+	case "":
+		opts.Streaming = StreamEdits
+	case StreamEdits, StreamNative:
+	default:
+		return nil, fmt.Errorf("slack: streaming: %q is not edits or native", opts.Streaming)
+	}
 	if opts.WorkingReaction == "" {
 		opts.WorkingReaction = "hourglass_flowing_sand"
 	}
@@ -163,6 +189,13 @@ func New(opts Options) (*Adapter, error) {
 		posts:   newChannelPace(opts.PostInterval, 3),
 		posted:  map[string]string{},
 		retry:   newPolicy(log),
+
+		streamStarts: newBudget(18, 3),
+		streamStops:  newBudget(18, 3),
+		appends:      newBudget(90, 5),
+		streams:      map[string]*stream{},
+		askers:       map[string]asker{},
+		refused:      map[string]bool{},
 	}, nil
 }
 
@@ -181,11 +214,19 @@ func (a *Adapter) Platform() string { return "slack" }
 // Limits are Slack's: answers under 4,000 characters of mrkdwn, an edit a
 // second per message at most, and a post a second per channel.
 func (a *Adapter) Limits() core.Limits {
+	if a.opts.Streaming == StreamNative {
+		return core.Limits{MaxLen: MaxStreamLen - 100, MinEditInterval: time.Second, MinPostInterval: time.Second, MaxUpload: a.opts.MaxUpload}
+	}
 	return core.Limits{MaxLen: 3900, MinEditInterval: time.Second, MinPostInterval: time.Second, MaxUpload: a.opts.MaxUpload}
 }
 
 // Measure is the length of markdown once rendered as mrkdwn, in runes.
-func (a *Adapter) Measure(markdown string) int { return utf8.RuneCountInString(Mrkdwn(markdown)) }
+func (a *Adapter) Measure(markdown string) int {
+	if a.opts.Streaming == StreamNative {
+		return measureNative(markdown)
+	}
+	return utf8.RuneCountInString(Mrkdwn(markdown))
+}
 
 // Start learns the bot's identity with auth.test, then connects Socket Mode
 // and delivers messages to h until ctx is done; slack-go reconnects after a

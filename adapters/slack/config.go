@@ -9,6 +9,9 @@ type Config struct {
 	BotToken string `yaml:"bot_token"` // "xoxb-..."
 	AppToken string `yaml:"app_token"` // "xapp-...", with connections:write
 	APIURL   string `yaml:"api_url"`   // see Options.APIURL
+	// Streaming is how answers grow: "edits" (the default) or "native";
+	// see Options.Streaming.
+	Streaming string `yaml:"streaming"`
 }
 
 // Secrets are the section's values that no output may show.

@@ -116,6 +116,7 @@ func (a *Adapter) takeEvent(ctx context.Context, h core.Handler, outer slackeven
 // whether m was journaled. ack may be nil. Called from Start's goroutine
 // only, in the order events arrive.
 func (a *Adapter) inOrder(ctx context.Context, h core.Handler, m core.Message, files []slackapi.File, raw json.RawMessage, ack func()) bool {
+	a.noteAsker(m)
 	if len(files) > 0 && !core.Admitted(h, m) {
 		files = nil // a stranger's files are not fetched: the message is refused
 	}

@@ -22,6 +22,11 @@ import (
 // for one, else at the top of the channel. It waits for the channel's
 // posting pace first.
 func (a *Adapter) Send(ctx context.Context, to core.Place, text string) (core.MessageRef, error) {
+	if a.opts.Streaming == StreamNative {
+		if ref, ok := a.startStream(ctx, to, text); ok {
+			return ref, nil
+		}
+	}
 	thread := to.Thread
 	if thread == "" && to.StartThread {
 		thread = to.ReplyTo
@@ -61,13 +66,26 @@ func (a *Adapter) Edit(ctx context.Context, msg core.MessageRef, text string) er
 // chat.update budget first and only then takes the text, so an answer that
 // waited its turn shows what the agent has written by now.
 func (a *Adapter) EditLatest(ctx context.Context, msg core.MessageRef, latest func() string) error {
+	if st := a.streamOf(msg); st != nil {
+		if grown, err := a.growStream(ctx, msg, st, latest); grown || err != nil {
+			return err
+		}
+	}
 	call := retry.Call{Method: "chat.update", Idempotent: true, RateLimited: a.updates.pause,
 		Before: func(ctx context.Context) (func(), error) { return nil, a.updates.wait(ctx) }}
-	err := a.retry.Do(ctx, call, func(ctx context.Context) error {
+	update := func(ctx context.Context) error {
 		_, _, _, err := a.api.UpdateMessageContext(ctx, msg.Channel, msg.ID,
 			slackapi.MsgOptionText(render(latest()), false))
 		return err
-	})
+	}
+	err := a.retry.Do(ctx, call, update)
+	if isCode(err, "streaming_state_conflict") {
+		// Still streaming after all (a stop that failed): stop it and
+		// update again.
+		if serr := a.stopStream(ctx, msg, &stream{open: true}); serr == nil {
+			err = a.retry.Do(ctx, call, update)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("slack: edit an answer: %w", err)
 	}

@@ -1,0 +1,214 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/internal/retry"
+)
+
+// The values of slack.streaming.
+const (
+	StreamEdits  = "edits"  // chat.postMessage, then chat.update (the default)
+	StreamNative = "native" // chat.startStream, appendStream, stopStream
+)
+
+// MaxStreamLen is the most one streamed message holds, in characters of
+// its markdown: an answer longer than that continues in a new streamed
+// message in the same thread.
+const MaxStreamLen = 12000
+
+// corePlaceholder is the text core's streamer posts when an answer has to
+// exist before the agent wrote any (a tool call first). A stream can only
+// grow, so it is opened empty instead; TestNativeToolFirst fails if core's
+// text changes.
+const corePlaceholder = "⏳ _working…_"
+
+// stream is one streamed answer message.
+type stream struct {
+	sent string // the markdown appended so far
+	open bool   // still streaming: grown by appends, not by chat.update
+}
+
+// asker is who sent a message that an answer may reply to.
+type asker struct{ user, team string }
+
+func streamKey(channel, ts string) string { return channel + "/" + ts }
+
+// noteAsker remembers who sent m, for the stream that answers it
+// (recipient_user_id and recipient_team_id).
+func (a *Adapter) noteAsker(m core.Message) {
+	if a.opts.Streaming != StreamNative || m.ID == "" {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.askers) > 10000 {
+		clear(a.askers)
+	}
+	a.askers[streamKey(m.Channel, m.ID)] = asker{user: m.User, team: m.Workspace}
+}
+
+// startStream opens a streamed message with text as the answer to to: a
+// reply in the thread of the message that asked (or in to.Thread). It
+// returns ok false when this answer is to be posted and edited instead: a
+// place with nothing to reply to, or a stream Slack refused to start (a
+// refusal is remembered for the answer's continuations).
+func (a *Adapter) startStream(ctx context.Context, to core.Place, text string) (core.MessageRef, bool) {
+	thread := to.Thread
+	if thread == "" {
+		thread = to.ReplyTo
+	}
+	if thread == "" {
+		return core.MessageRef{}, false
+	}
+	key := streamKey(to.Channel, to.ReplyTo)
+	a.mu.Lock()
+	who, refused := a.askers[key], a.refused[key]
+	a.mu.Unlock()
+	if refused {
+		return core.MessageRef{}, false
+	}
+	md := text
+	if md == corePlaceholder {
+		md = ""
+	}
+	opts := []slackapi.MsgOption{slackapi.MsgOptionTS(thread)}
+	if who.user != "" {
+		opts = append(opts, slackapi.MsgOptionRecipientUserID(who.user))
+	}
+	if team := who.team; team != "" {
+		opts = append(opts, slackapi.MsgOptionRecipientTeamID(team))
+	}
+	if md != "" {
+		opts = append(opts, slackapi.MsgOptionMarkdownText(md))
+	}
+	var ts string
+	// chat.startStream has no idempotency key, like chat.postMessage; a
+	// start that fails is not repeated but falls back to edits, so a
+	// failure cannot leave two streams.
+	call := retry.Call{Method: "chat.startStream", RateLimited: a.streamStarts.pause,
+		Before: func(ctx context.Context) (func(), error) { return nil, a.streamStarts.wait(ctx) }}
+	err := a.retry.Do(ctx, call, func(ctx context.Context) error {
+		var err error
+		_, ts, err = a.api.StartStreamContext(ctx, to.Channel, opts...)
+		return err
+	})
+	if err != nil {
+		a.log.Warn("slack: a stream did not start; this answer is posted and edited", "channel", to.Channel, "err", err)
+		a.mu.Lock()
+		if len(a.refused) > 10000 {
+			clear(a.refused)
+		}
+		a.refused[key] = true
+		a.mu.Unlock()
+		return core.MessageRef{}, false
+	}
+	a.mu.Lock()
+	a.streams[streamKey(to.Channel, ts)] = &stream{sent: md, open: true}
+	a.mu.Unlock()
+	return core.MessageRef{Channel: to.Channel, Thread: thread, ID: ts}, true
+}
+
+// streamOf is msg's stream, nil for a message that was posted.
+func (a *Adapter) streamOf(msg core.MessageRef) *stream {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.streams[streamKey(msg.Channel, msg.ID)]
+}
+
+// growStream brings the streamed message msg up to the markdown latest
+// gives, appending only what is new. It reports false when the message is
+// no longer streaming, or the new text does not extend what was appended
+// (the placeholder's answer, a notice after a closed code fence): the
+// stream is then stopped and the caller updates the message instead.
+// Only the answer's own goroutine calls it for one message.
+func (a *Adapter) growStream(ctx context.Context, msg core.MessageRef, st *stream, latest func() string) (bool, error) {
+	if !st.open {
+		return false, nil
+	}
+	var text string
+	call := retry.Call{Method: "chat.appendStream", RateLimited: a.appends.pause,
+		Before: func(ctx context.Context) (func(), error) { return nil, a.appends.wait(ctx) }}
+	grown := true
+	err := a.retry.Do(ctx, call, func(ctx context.Context) error {
+		text = latest()
+		if !strings.HasPrefix(text, st.sent) {
+			grown = false
+			return nil
+		}
+		delta := text[len(st.sent):]
+		if delta == "" {
+			return nil
+		}
+		_, _, err := a.api.AppendStreamContext(ctx, msg.Channel, msg.ID, slackapi.MsgOptionMarkdownText(delta))
+		return err
+	})
+	switch {
+	case isCode(err, "message_not_in_streaming_state"):
+		a.log.Info("slack: a stream ended under the answer; carrying on with chat.update", "channel", msg.Channel, "ts", msg.ID)
+		st.open = false
+		return false, nil
+	case err != nil:
+		// Whether it landed is unknown: an append repeated could double
+		// text. The message is stopped and updated, so its text is exact.
+		a.log.Warn("slack: an append failed; carrying on with chat.update", "channel", msg.Channel, "ts", msg.ID, "err", err)
+		_ = a.stopStream(ctx, msg, st)
+		return false, nil
+	case !grown:
+		_ = a.stopStream(ctx, msg, st)
+		return false, nil
+	}
+	st.sent = text
+	return true, nil
+}
+
+// stopStream ends msg's stream, if still open.
+func (a *Adapter) stopStream(ctx context.Context, msg core.MessageRef, st *stream) error {
+	if !st.open {
+		return nil
+	}
+	st.open = false
+	call := retry.Call{Method: "chat.stopStream", Idempotent: true, RateLimited: a.streamStops.pause,
+		Before: func(ctx context.Context) (func(), error) { return nil, a.streamStops.wait(ctx) }}
+	err := a.retry.Do(ctx, call, func(ctx context.Context) error {
+		_, _, err := a.api.StopStreamContext(ctx, msg.Channel, msg.ID)
+		return slackOK(err, "message_not_in_streaming_state")
+	})
+	if err != nil {
+		return fmt.Errorf("slack: stop a stream: %w", err)
+	}
+	return nil
+}
+
+// End implements core.Ender: it stops the stream of an answer's message
+// once its final text is in; a posted message has nothing to end.
+func (a *Adapter) End(ctx context.Context, msg core.MessageRef) error {
+	st := a.streamOf(msg)
+	if st == nil {
+		return nil
+	}
+	err := a.stopStream(ctx, msg, st)
+	a.mu.Lock()
+	delete(a.streams, streamKey(msg.Channel, msg.ID))
+	a.mu.Unlock()
+	return err
+}
+
+// isCode reports whether err is Slack's ok:false answer code.
+func isCode(err error, code string) bool {
+	se, ok := errors.AsType[slackapi.SlackErrorResponse](err)
+	return ok && se.Err == code
+}
+
+// measureNative counts what both a stream (markdown) and a posted
+// fallback (mrkdwn) hold, so that a chunk fits either.
+func measureNative(markdown string) int {
+	return max(utf8.RuneCountInString(markdown), utf8.RuneCountInString(Mrkdwn(markdown)))
+}
