@@ -227,7 +227,7 @@ func Default() Config {
 		Sandbox:       sandbox.Default(),
 		WorktreeTTL:   336 * time.Hour,
 		Engines:       map[string]engine.Settings{},
-		Slack:         slack.Config{APIURL: slack.DefaultAPIURL},
+		Slack:         slack.Config{APIURL: slack.DefaultAPIURL, Streaming: slack.StreamEdits},
 		Telegram:      telegram.Config{APIURL: telegram.DefaultAPIURL},
 		Discord:       discord.Config{APIURL: discord.DefaultAPIURL},
 		HTTP:          httpapi.Config{Listen: httpapi.DefaultListen},

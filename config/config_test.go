@@ -330,11 +330,15 @@ channels:
 	if o["slack:C1"].Sandbox.Network != "open" {
 		t.Errorf("the channel's sandbox = %+v", o["slack:C1"].Sandbox)
 	}
+	if d := Default(); d.Slack.Streaming != "edits" {
+		t.Errorf("the default slack.streaming is %q, want edits", d.Slack.Streaming)
+	}
 	if d := Default(); d.Sandbox.Mode != "auto" || d.Sandbox.Network != "allowlist" {
 		t.Errorf("the default sandbox is %+v, want auto and allowlist", d.Sandbox)
 	}
 	for body, want := range map[string]string{
 		"sandbox: {mode: maybe}\n":                                         `sandbox.mode: "maybe" is not auto, on or off`,
+		"slack: {streaming: smooth}\n":                                     `slack.streaming: "smooth" is not edits or native`,
 		"sandbox: {network: some}\n":                                       `sandbox.network: "some" is not allowlist, open or none`,
 		"sandbox: {allow_hosts: [\"https://x.example.com/\"]}\n":           `sandbox.allow_hosts[0]:`,
 		"sandbox: {writable: [cache]}\n":                                   `sandbox.writable[0]: "cache" must be an absolute path`,

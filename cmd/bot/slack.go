@@ -18,7 +18,8 @@ func init() {
 			}
 			return nil, nil
 		}
-		return slack.New(slack.Options{BotToken: c.BotToken, AppToken: c.AppToken, APIURL: c.APIURL, Inbox: a.inbox(), State: a.store, Logger: a.log})
+		return slack.New(slack.Options{BotToken: c.BotToken, AppToken: c.AppToken, APIURL: c.APIURL, Streaming: c.Streaming,
+			Inbox: a.inbox(), State: a.store, Logger: a.log})
 	}})
 }
 
