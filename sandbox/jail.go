@@ -81,7 +81,11 @@ var sockets = []string{"/run/docker.sock", "/var/run/docker.sock", "/run/contain
 func (t *Turn) Wrap(c Command) (*Jail, error) {
 	home := getenv(c.Env, "HOME")
 	var b builder
-	b.args = []string{"--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"}
+	// A user namespace with no capabilities in it, and none nested: run by
+	// root, bwrap would otherwise keep root's capabilities inside, and the
+	// agent could unmount the masks (found by review).
+	b.args = []string{"--unshare-user", "--cap-drop", "ALL", "--disable-userns",
+		"--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"}
 	if t.policy.Network != Open {
 		b.args = append(b.args, "--unshare-net")
 	}

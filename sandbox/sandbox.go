@@ -128,6 +128,7 @@ func Probe(ctx context.Context) Status {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+		"--unshare-user", "--cap-drop", "ALL", "--disable-userns",
 		"--unshare-pid", "--unshare-net", "--die-with-parent", "--new-session", "--", "/bin/true")
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	out, err := cmd.CombinedOutput()

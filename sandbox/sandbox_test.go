@@ -188,6 +188,43 @@ ls /proc | grep -c '^[0-9]'
 	}
 }
 
+// TestNoCapabilities: run by root (as CI and this project's machines run
+// it), the agent keeps no capability inside the sandbox, so it can neither
+// unmount a mask to read what it hides nor remount a read-only path to
+// write it (found by review: as root bwrap kept them all).
+func TestNoCapabilities(t *testing.T) {
+	f := newFixture(t)
+	s := need(t, Config{Network: None}, Options{Hide: []string{f.store, f.config}})
+	turn := s.Turn(Config{}, Place{Workdir: f.work})
+	script := fmt.Sprintf(`
+grep CapEff /proc/self/status
+umount %[1]s 2>/dev/null; cat %[1]s/golem.db 2>/dev/null; echo
+umount %[2]s 2>/dev/null; cat %[2]s 2>/dev/null; echo
+mount -o remount,bind,rw %[3]s 2>/dev/null; echo x > %[3]s/file 2>/dev/null || echo outside-readonly
+unshare -Urm true 2>/dev/null || echo no-nested-namespace
+`, f.store, f.config, f.outside)
+	out, err := run(t, turn, f.env, script)
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !strings.Contains(out, "CapEff:\t0000000000000000") {
+		t.Errorf("the agent has capabilities:\n%s", out)
+	}
+	for _, secret := range []string{"store-secret", "xoxb-secret"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("unmounting a mask showed %q:\n%s", secret, out)
+		}
+	}
+	for _, want := range []string{"outside-readonly", "no-nested-namespace"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.outside, "file")); string(b) != "outside" {
+		t.Errorf("a file outside was changed: %q", b)
+	}
+}
+
 // TestNetwork: allowlist lets through the model API host and allow_hosts
 // (by IP and port) through golem's proxy, and refuses the rest with a 403
 // naming sandbox.allow_hosts and a warn log with the host only; none has
