@@ -42,8 +42,13 @@ func openOutbox(workdir string) *outbox {
 }
 
 // scan lists outbox/'s regular files (no symlinks, no folders, no dot
-// files) by name.
+// files) by name. An outbox/ that is not a folder of its own — a symlink
+// the agent made to golem's data folder, say — holds nothing: golem never
+// sends what it points at (found by review).
 func (o *outbox) scan() map[string]outboxStamp {
+	if fi, err := os.Lstat(o.dir); err != nil || !fi.IsDir() {
+		return nil
+	}
 	entries, err := os.ReadDir(o.dir)
 	if err != nil {
 		return nil

@@ -137,3 +137,23 @@ func TestFilesOfConcurrentConversationsInOneFolderAreSentToNeither(t *testing.T)
 		t.Errorf("the withheld file is not kept: %q, %v", b, err)
 	}
 }
+
+// An outbox/ the agent turned into a symlink to another folder (golem's
+// data, say) sends nothing from there (found by review: the store was
+// uploaded to the chat).
+func TestAnOutboxThatIsASymlinkSendsNothing(t *testing.T) {
+	h := newHarness(t, chatLimits, nil)
+	u := &uploader{recorder: h.rec}
+	u.limits.MaxUpload = 1 << 20
+	h.d.Register(u)
+	secret := t.TempDir()
+	if err := os.WriteFile(filepath.Join(secret, "golem.db"), []byte("store-secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.say("alice", "!sh rm -rf outbox && ln -s "+secret+" outbox\nhere you go")
+	h.rec.waitText("echo: here you go")
+	h.stop()
+	if files := u.uploaded(); len(files) != 0 {
+		t.Errorf("uploaded %+v from a symlinked outbox", files)
+	}
+}
