@@ -224,3 +224,31 @@ func TestE2ENativeDMAndApproval(t *testing.T) {
 		t.Errorf("chat.startStream calls = %+v", starts)
 	}
 }
+
+// TestE2ENativeStartsBeyondTier2AreEdits: more answers at once than the
+// workspace's chat.startStream budget lets start now are posted and edited
+// at once rather than waiting for a start; no call gets a 429.
+func TestE2ENativeStartsBeyondTier2AreEdits(t *testing.T) {
+	b := newE2E(t, botConfig{edit: native})
+	const n = 6
+	var asked []slacktest.Delivery
+	for i := range n {
+		asked = append(asked, b.say(slacktest.Event{Channel: "C" + string(rune('A'+i)), Text: mention + " hi"}))
+	}
+	streamed, edited := 0, 0
+	for i, d := range asked {
+		ans := b.answer("C"+string(rune('A'+i)), d.TS, "echo: hi")
+		if ans.ThreadTS == d.TS {
+			streamed++
+		} else {
+			edited++
+		}
+	}
+	t.Logf("%d answers streamed, %d posted and edited", streamed, edited)
+	if streamed == 0 || edited == 0 || streamed > 3 {
+		t.Errorf("%d streamed, %d edited; want the budget's burst (3) streamed and the rest edited", streamed, edited)
+	}
+	if n := b.fake.RateLimited(); n != 0 {
+		t.Errorf("%d calls answered 429", n)
+	}
+}

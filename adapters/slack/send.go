@@ -23,8 +23,8 @@ import (
 // posting pace first.
 func (a *Adapter) Send(ctx context.Context, to core.Place, text string) (core.MessageRef, error) {
 	if a.opts.Streaming == StreamNative {
-		if ref, ok := a.startStream(ctx, to, text); ok {
-			return ref, nil
+		if ref, ok, err := a.startStream(ctx, to, text); ok {
+			return ref, err
 		}
 	}
 	thread := to.Thread
@@ -360,6 +360,14 @@ func (b *budget) wait(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// take spends one call if one may go now, without waiting.
+func (b *budget) take() bool {
+	b.mu.Lock()
+	paused := time.Now().Before(b.paused)
+	b.mu.Unlock()
+	return !paused && b.lim.Allow()
 }
 
 // pause holds every caller for d.

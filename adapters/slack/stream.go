@@ -58,22 +58,39 @@ func (a *Adapter) noteAsker(m core.Message) {
 // startStream opens a streamed message with text as the answer to to: a
 // reply in the thread of the message that asked (or in to.Thread). It
 // returns ok false when this answer is to be posted and edited instead: a
-// place with nothing to reply to, or a stream Slack refused to start (a
-// refusal is remembered for the answer's continuations).
-func (a *Adapter) startStream(ctx context.Context, to core.Place, text string) (core.MessageRef, bool) {
+// place with nothing to reply to, no start free in the Tier 2 budget, or
+// a stream Slack refused to start (remembered for the answer's
+// continuations). A continuation of a streamed answer waits for a start,
+// and is posted in the same thread if refused one.
+func (a *Adapter) startStream(ctx context.Context, to core.Place, text string) (core.MessageRef, bool, error) {
 	thread := to.Thread
 	if thread == "" {
 		thread = to.ReplyTo
 	}
 	if thread == "" {
-		return core.MessageRef{}, false
+		return core.MessageRef{}, false, nil
 	}
 	key := streamKey(to.Channel, to.ReplyTo)
 	a.mu.Lock()
 	who, refused := a.askers[key], a.refused[key]
 	a.mu.Unlock()
 	if refused {
-		return core.MessageRef{}, false
+		return core.MessageRef{}, false, nil
+	}
+	if to.Continues {
+		// The answer streamed so far: its continuation waits for a start
+		// and, refused one, is posted in the same thread.
+		if err := a.streamStarts.wait(ctx); err != nil {
+			return core.MessageRef{}, true, err
+		}
+	} else if !a.streamStarts.take() {
+		// chat.startStream is Tier 2 (20+ a minute for the workspace):
+		// an answer that would wait for a start is posted and edited at
+		// once instead, so many answers at once show their first text no
+		// later than with edits.
+		a.log.Debug("slack: no stream start free; this answer is posted and edited", "channel", to.Channel)
+		a.refuse(key)
+		return core.MessageRef{}, false, nil
 	}
 	md := text
 	if md == corePlaceholder {
@@ -93,8 +110,7 @@ func (a *Adapter) startStream(ctx context.Context, to core.Place, text string) (
 	// chat.startStream has no idempotency key, like chat.postMessage; a
 	// start that fails is not repeated but falls back to edits, so a
 	// failure cannot leave two streams.
-	call := retry.Call{Method: "chat.startStream", RateLimited: a.streamStarts.pause,
-		Before: func(ctx context.Context) (func(), error) { return nil, a.streamStarts.wait(ctx) }}
+	call := retry.Call{Method: "chat.startStream", RateLimited: a.streamStarts.pause}
 	err := a.retry.Do(ctx, call, func(ctx context.Context) error {
 		var err error
 		_, ts, err = a.api.StartStreamContext(ctx, to.Channel, opts...)
@@ -102,18 +118,31 @@ func (a *Adapter) startStream(ctx context.Context, to core.Place, text string) (
 	})
 	if err != nil {
 		a.log.Warn("slack: a stream did not start; this answer is posted and edited", "channel", to.Channel, "err", err)
-		a.mu.Lock()
-		if len(a.refused) > 10000 {
-			clear(a.refused)
+		if to.Continues {
+			ts, err := a.post(ctx, to.Channel, thread, text)
+			if err != nil {
+				return core.MessageRef{}, true, fmt.Errorf("slack: post an answer: %w", err)
+			}
+			return core.MessageRef{Channel: to.Channel, Thread: thread, ID: ts}, true, nil
 		}
-		a.refused[key] = true
-		a.mu.Unlock()
-		return core.MessageRef{}, false
+		a.refuse(key)
+		return core.MessageRef{}, false, nil
 	}
 	a.mu.Lock()
 	a.streams[streamKey(to.Channel, ts)] = &stream{sent: md, open: true}
 	a.mu.Unlock()
-	return core.MessageRef{Channel: to.Channel, Thread: thread, ID: ts}, true
+	return core.MessageRef{Channel: to.Channel, Thread: thread, ID: ts}, true, nil
+}
+
+// refuse remembers that the answer to the message at key is posted and
+// edited, continuations included.
+func (a *Adapter) refuse(key string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.refused) > 10000 {
+		clear(a.refused)
+	}
+	a.refused[key] = true
 }
 
 // streamOf is msg's stream, nil for a message that was posted.
