@@ -137,6 +137,9 @@ func inject(workdir, skillsDir, subdir, contextFile string, log *slog.Logger) er
 	if err := os.MkdirAll(target, 0o755); err != nil {
 		return fmt.Errorf("skills: create %s: %w", target, err)
 	}
+	if err := noSymlinkBelow(workdir, subdir); err != nil {
+		return err
+	}
 	entries, err := os.ReadDir(target)
 	if err != nil {
 		return fmt.Errorf("skills: list %s: %w", target, err)
@@ -235,6 +238,25 @@ func frontMatter(md []byte) skillFrontMatter {
 	}
 	yaml.Unmarshal(rest[:end], &fm) // bad YAML: no description
 	return fm
+}
+
+// noSymlinkBelow refuses a skills folder reached through a symlink under
+// workdir (.claude or .claude/skills made a link by the agent): golem
+// removes and makes links in that folder on the host, outside any sandbox,
+// so it must be the workdir's own (found by review).
+func noSymlinkBelow(workdir, subdir string) error {
+	path := workdir
+	for _, part := range strings.Split(subdir, "/") {
+		path = filepath.Join(path, part)
+		fi, err := os.Lstat(path)
+		if err != nil {
+			return fmt.Errorf("skills: %w", err)
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 || !fi.IsDir() {
+			return fmt.Errorf("skills: %s is not a folder of the working directory (a symlink?); skills not injected", path)
+		}
+	}
+	return nil
 }
 
 // writeContextFile writes (or, with no skills, removes) the generated

@@ -170,3 +170,26 @@ func TestSkillInjectionConcurrent(t *testing.T) {
 		t.Errorf("%d entries in .claude/skills, want 2 (no leftover temporary links)", len(entries))
 	}
 }
+
+// A skills folder the agent made a symlink to a host folder is left
+// alone: golem removes and makes links there outside any sandbox (found
+// by review: a link of the host folder was deleted).
+func TestSkillInjectionRefusesASymlinkedSkillsFolder(t *testing.T) {
+	t.Parallel()
+	e, _ := fake(t, "claude-code", engine.Config{SkillsDir: skillsDir(t)})
+	work, victim := t.TempDir(), t.TempDir()
+	if err := os.Symlink("/etc/hostname", filepath.Join(victim, "important-link")); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(work, ".claude"), 0o755)
+	if err := os.Symlink(victim, filepath.Join(work, ".claude", "skills")); err != nil {
+		t.Fatal(err)
+	}
+	runTurn(t, e, engine.Turn{Prompt: "hi", Workdir: work})
+	if readLink(t, filepath.Join(victim, "important-link")) != "/etc/hostname" {
+		t.Error("a link in the folder the skills symlink points at was removed")
+	}
+	if entries, _ := os.ReadDir(victim); len(entries) != 1 {
+		t.Errorf("golem wrote into the symlinked folder: %v", entries)
+	}
+}
