@@ -26,11 +26,16 @@ func git(ctx context.Context, timeout time.Duration, dir string, args ...string)
 func gitEnv(ctx context.Context, timeout time.Duration, dir string, env []string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", args...)
+	// The worktree is the agent's: its git metadata may hold what the
+	// agent planted (found by review: a core.fsmonitor command ran on the
+	// host at the hourly cleanup, with golem's tokens in its environment).
+	// So golem's own git runs no fsmonitor and no hooks, and gets only the
+	// environment it needs, never golem's.
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null"}, args...)...)
 	cmd.Dir = dir
 	// No prompts (a push asking for a password would hang), messages in
 	// English so they can be shown as they are, no pager.
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_PAGER=cat")
+	cmd.Env = append(gitEnviron(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_PAGER=cat")
 	cmd.Env = append(cmd.Env, env...)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
@@ -48,4 +53,16 @@ func gitEnv(ctx context.Context, timeout time.Duration, dir string, env []string
 		return "", fmt.Errorf("git %s: %s", args[0], msg)
 	}
 	return strings.TrimRight(out.String(), "\n"), nil
+}
+
+// gitEnviron is the part of golem's environment its git needs: where
+// programs and the home folder (git's own config) are, and whose it is.
+func gitEnviron() []string {
+	var env []string
+	for _, k := range []string{"PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "XDG_CONFIG_HOME"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
 }
