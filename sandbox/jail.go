@@ -166,7 +166,7 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 	// The CLI itself, where the private /tmp or a mask would hide it.
 	for _, p := range []string{c.Path, realpath(c.Path)} {
 		if within(p, "/tmp") {
-			b.roBind(filepath.Dir(p))
+			b.roBind(installRoot(p))
 		}
 	}
 
@@ -369,6 +369,16 @@ func (b *builder) bind(p string) {
 	if p != "" && !slices.Contains(b.binds, p) {
 		b.binds = append(b.binds, p)
 	}
+}
+
+// installRoot is the folder to show for a CLI at p: a Node CLI's whole
+// node_modules (its own package and the ones it loads, such as Codex's
+// platform binary in @openai/codex-linux-x64), else p's folder.
+func installRoot(p string) string {
+	if i := strings.Index(p, "/node_modules/"); i >= 0 {
+		return p[:i+len("/node_modules")]
+	}
+	return filepath.Dir(p)
 }
 
 // roBind shows p read-only where a mask or the private /tmp hides it.
