@@ -300,3 +300,10 @@ func (s *Store) remove(ctx context.Context, key string) error {
 	_, err := s.txn(ctx, nil, []clientv3.Op{clientv3.OpDelete(key)})
 	return err
 }
+
+// Client is the store's etcd client, for what replicas share beyond the
+// store (package cluster).
+func (s *Store) Client() *clientv3.Client { return s.cli }
+
+// Prefix is the store's key prefix, without its trailing "/".
+func (s *Store) Prefix() string { return strings.TrimSuffix(s.prefix, "/") }
