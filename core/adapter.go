@@ -61,10 +61,13 @@ type Message struct {
 	// permission_decision events, which whoever decided sends: it may be
 	// called from several goroutines at once (EventQueue.Push is safe so);
 	// it must not block for long.
-	Sink func(...parser.Event)
+	Sink func(...parser.Event) `json:"-"`
 
 	// arrived is when Handle queued the message, for the turn's metrics.
 	arrived time.Time
+	// mail is the message's id in its conversation's mailbox, with a
+	// Cluster (see Cluster.Taken).
+	mail string
 }
 
 // Ref is the message's own reference.

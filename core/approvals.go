@@ -189,6 +189,19 @@ func (d *Dispatcher) HandleAction(ctx context.Context, a Action) ActionResult {
 			return ActionResult{Refusal: "This was already answered.", Err: ErrDecided}
 		}
 	}
+	res := d.handleAction(ctx, a)
+	if errors.Is(res.Err, ErrUnknownRequest) && d.opts.Cluster != nil {
+		if _, _, _, ours := parseActionData(a.Data); ours {
+			if fwd, ok := d.opts.Cluster.Forward(ctx, a); ok {
+				return fwd // a turn on another replica waited for it
+			}
+		}
+	}
+	return res
+}
+
+// handleAction answers a click here, HandleAction's dedupe done.
+func (d *Dispatcher) handleAction(_ context.Context, a Action) ActionResult {
 	verb, id, rest, ok := parseActionData(a.Data)
 	if !ok {
 		return ActionResult{Refusal: "This button is not golem's.", Err: ErrUnknownRequest}

@@ -261,8 +261,12 @@ func (d *Dispatcher) status(m Message, key store.Key) (string, error) {
 	if err := d.lookup(set.engine); err != nil {
 		avail = " — not available: " + err.Error()
 	}
-	return fmt.Sprintf("**Engine:** %s%s\n**Model:** %s\n**Permissions:** %s\n**Session:** %s\n**State:** %s, %d waiting",
-		set.engine, avail, model, set.mode, session, state, queued) + d.pendingText(key), nil
+	replica := "" // a command runs on the replica that owns its conversation
+	if d.opts.Cluster != nil {
+		replica = "\n**Replica:** " + d.opts.Cluster.Replica()
+	}
+	return fmt.Sprintf("**Engine:** %s%s\n**Model:** %s\n**Permissions:** %s\n**Session:** %s\n**State:** %s, %d waiting%s",
+		set.engine, avail, model, set.mode, session, state, queued, replica) + d.pendingText(key), nil
 }
 
 func (d *Dispatcher) engineNames() []string {

@@ -82,6 +82,9 @@ type Options struct {
 	Footer bool
 	// Now is the clock of usage and budgets; nil is time.Now.
 	Now func() time.Time
+	// Cluster shares conversations with other replicas; nil: this golem
+	// runs them all (see Cluster).
+	Cluster Cluster
 }
 
 // Dispatcher routes incoming messages to conversations: it deduplicates
@@ -161,8 +164,20 @@ func NewDispatcher(opts Options) (*Dispatcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("core: read interrupted turns: %w", err)
 	}
+	if opts.Cluster == nil {
+		interrupted = stopLeftovers(opts.Store, opts.Logger, interrupted)
+	}
 	if opts.Meter == nil {
 		opts.Meter = noMeter{}
+	}
+	if opts.Cluster != nil {
+		// Only this replica's own agents are stopped here (a replica
+		// restarted under its name, on its machine); the turns are told
+		// they were interrupted by whichever replica takes their
+		// conversations over (Host.TakeOver).
+		interrupted = slices.DeleteFunc(interrupted, func(t store.InFlight) bool { return t.Replica != opts.Cluster.Replica() })
+		stopLeftovers(opts.Store, opts.Logger, interrupted)
+		interrupted = nil
 	}
 	life, stop := context.WithCancel(context.Background())
 	return &Dispatcher{
@@ -178,7 +193,7 @@ func NewDispatcher(opts Options) (*Dispatcher, error) {
 		outboxes:    map[string]map[*outboxUse]bool{},
 		convs:       map[store.Key]*conversation{},
 		refused:     map[string]time.Time{},
-		interrupted: stopLeftovers(opts.Store, opts.Logger, interrupted),
+		interrupted: interrupted,
 	}, nil
 }
 
@@ -265,21 +280,36 @@ func (d *Dispatcher) Handle(_ context.Context, m Message) {
 		d.refuse(m, log)
 		return
 	}
+	d.admit(m)
+}
+
+// accept runs a message admitted to this replica: answers a command, or
+// steers it into its conversation's running turn, or queues it for a turn
+// (a message queued is struck from its mailbox as its turn begins; any
+// other at once).
+func (d *Dispatcher) accept(m Message) {
+	key := KeyFor(m, d.opts.Scope)
 	text := strings.TrimSpace(m.Text)
 	if text == "" && len(m.Attachments) == 0 {
 		if m.Sink != nil { // a stream waits for its terminal event
 			d.answer(m, "the message is empty", true)
 		}
+		d.taken(key, m)
+		d.released(key)
 		return
 	}
 	if name, args, ok := parseCommand(text); ok {
 		d.command(m, name, args)
+		d.taken(key, m)
+		d.released(key)
 		return
 	}
-	key := KeyFor(m, d.opts.Scope)
 	d.mu.Lock()
 	if d.closing.Load() {
 		d.mu.Unlock()
+		if d.opts.Cluster != nil && m.Sink == nil { // its mail waits for the next owner
+			return
+		}
 		d.answer(m, "golem is shutting down; send your message again in a moment.", true)
 		return
 	}
@@ -292,12 +322,14 @@ func (d *Dispatcher) Handle(_ context.Context, m Message) {
 		var steered bool
 		if steered, tellQueued = d.busy(c, m); steered {
 			c.mu.Unlock()
+			d.taken(key, m)
 			return
 		}
 	}
 	if busy && len(c.queue) >= d.waitLimit() {
 		n := len(c.queue)
 		c.mu.Unlock()
+		d.taken(key, m)
 		d.answer(m, fmt.Sprintf("⏳ I'm still working on this conversation and %d messages are waiting. Wait for the answer, or send /stop.", n), true)
 		return
 	}
@@ -329,6 +361,7 @@ func (d *Dispatcher) work(c *conversation) {
 		if len(c.queue) == 0 {
 			c.running = nil
 			c.mu.Unlock()
+			d.released(c.key)
 			return
 		}
 		m := c.queue[0]
@@ -345,6 +378,7 @@ func (d *Dispatcher) work(c *conversation) {
 		}
 		gen, prev := c.generation, c.exiting
 		c.mu.Unlock()
+		d.taken(c.key, m)
 		if slices.ContainsFunc(newer, func(n Message) bool { return d.overBudget(n) == "" }) {
 			interrupt() // one past its budget, refused at its turn, stops nothing
 		}
@@ -380,6 +414,7 @@ func (d *Dispatcher) work(c *conversation) {
 						c.exiting = nil
 					}
 					c.mu.Unlock()
+					d.released(c.key)
 				}()
 				continue
 			}
@@ -445,6 +480,9 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 		c.mu.Unlock()
 	}
 	for _, m := range dropped { // queued, not waited for: Close's wait below covers them
+		if d.opts.Cluster != nil && m.Sink == nil {
+			continue // its mail waits for the replica that takes the conversation over
+		}
 		d.measure(m, d.engineFor(m), shutdownEnd, nil, time.Time{})
 		d.finishUnstarted(d.life, m, shutdownEnd)
 	}

@@ -323,6 +323,9 @@ func (d *Dispatcher) output(m Message, key store.Key, log *slog.Logger) turnOutp
 	f := &flight{st: d.opts.Store, log: log, t: store.InFlight{
 		ID: newID(), Key: key, Platform: m.Platform, Channel: m.Channel, Thread: m.Thread, Started: time.Now(),
 	}}
+	if d.opts.Cluster != nil {
+		f.t.Replica = d.opts.Cluster.Replica()
+	}
 	if m.Sink != nil {
 		f.t.Stream = true
 		return turnOutput{

@@ -94,4 +94,7 @@ type InFlight struct {
 	// terminal) rather than a posted message; it is recorded only while an
 	// agent process runs, so that a restart can stop it.
 	Stream bool
+	// Replica names the replica running the turn ("" for a golem alone):
+	// only that replica, restarted, may stop its agent by process group.
+	Replica string `json:",omitempty"`
 }

@@ -1,0 +1,379 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/store"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Conversations is core.Cluster over an Etcd replica. Its keys, under the
+// replica prefix (PREFIX/cluster/):
+//
+//	owner/KEY       the replica that runs the conversation, on its lease
+//	dirty/KEY       set while a replica owns KEY, removed as it lets go: left
+//	                behind, it says the owner died with turns perhaps in flight
+//	mail/KEY/ID     a message for the conversation, JSON, until taken
+//	click/ID        a click no replica's own turn knew, for the others (leased)
+//	answer/ID       the answer of the replica whose turn waited for the click
+//
+// KEY is the conversation key's String, path-escaped, so that no key is a
+// prefix of another's mail.
+//
+// A message is put in its conversation's mail in the same transaction that
+// claims the conversation when no replica owns it, so it is durable before
+// the platform is told, and one round trip. The owner takes mail through a
+// watch, and strikes each message as its turn begins. When the owner's
+// lease expires, the others see its owner key go, and one claims it: it
+// tells the turns left in flight they were interrupted (dirty/ says there
+// may be some) and runs the mail that waited.
+type Conversations struct {
+	r      *Etcd
+	cli    *clientv3.Client
+	prefix string // the replica prefix, PREFIX/cluster/
+	log    *slog.Logger
+
+	mu   sync.Mutex
+	host core.Host
+	keys map[store.Key]*owned
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+}
+
+// owned is what the replica knows of one conversation key. Its mu is the
+// key's lock: everything that enters the conversation here, and letting
+// it go, hold it.
+type owned struct {
+	mu    sync.Mutex
+	lease clientv3.LeaseID // the lease it is owned on here; 0 when not owned
+	// delivered are the mail ids handed to core and not yet taken.
+	delivered map[string]bool
+}
+
+var _ core.Cluster = (*Conversations)(nil)
+
+// NewConversations shares conversations through r. Bind the Dispatcher
+// before messages come.
+func NewConversations(r *Etcd, log *slog.Logger) *Conversations {
+	if log == nil {
+		log = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Conversations{r: r, cli: r.Client(), prefix: r.Prefix(), log: log.With("replica", r.Name()),
+		keys: map[store.Key]*owned{}, ctx: ctx, cancel: cancel}
+}
+
+// Bind gives the conversations their host and starts watching: mail for
+// the conversations owned here, owners that go, clicks, and the losses of
+// this replica's membership. It also claims at once the conversations left
+// without an owner.
+func (c *Conversations) Bind(h core.Host) {
+	c.mu.Lock()
+	c.host = h
+	c.mu.Unlock()
+	c.done.Add(3)
+	go func() { defer c.done.Done(); c.watch() }()
+	go func() { defer c.done.Done(); c.sweep() }()
+	go func() { defer c.done.Done(); c.guard() }()
+}
+
+// Close stops watching. Close the Dispatcher first, and the replica after.
+func (c *Conversations) Close() {
+	c.cancel()
+	c.done.Wait()
+}
+
+func (c *Conversations) Replica() string { return c.r.Name() }
+
+func (c *Conversations) Live() bool { return c.r.Live() }
+
+func (c *Conversations) esc(key store.Key) string { return url.PathEscape(key.String()) }
+func (c *Conversations) ownerKey(key store.Key) string {
+	return c.prefix + "owner/" + c.esc(key)
+}
+func (c *Conversations) dirtyKey(key store.Key) string { return c.prefix + "dirty/" + c.esc(key) }
+func (c *Conversations) mailDir(key store.Key) string  { return c.prefix + "mail/" + c.esc(key) + "/" }
+
+// state is key's record here, made when new.
+func (c *Conversations) state(key store.Key) *owned {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o := c.keys[key]
+	if o == nil {
+		o = &owned{delivered: map[string]bool{}}
+		c.keys[key] = o
+	}
+	return o
+}
+
+// Admit implements core.Cluster.
+func (c *Conversations) Admit(ctx context.Context, key store.Key, m core.Message, enqueue func(core.Message)) error {
+	sess, _, err := c.member()
+	if err != nil {
+		return err
+	}
+	lease := sess.Lease()
+	o := c.state(key)
+	if m.Sink != nil {
+		return c.admitStream(ctx, key, o, lease, m, enqueue)
+	}
+	id := mailID()
+	m = core.SetMail(m, id)
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("cluster: encode message: %w", err)
+	}
+	if len(raw) > store.MaxValue {
+		return fmt.Errorf("cluster: message of %d bytes: %w", len(raw), store.ErrTooLarge)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	mail := clientv3.OpPut(c.mailDir(key)+id, string(raw))
+	resp, err := c.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(c.ownerKey(key)), "=", 0)).
+		Then(clientv3.OpGet(c.dirtyKey(key)), clientv3.OpGet(c.mailDir(key), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)),
+			clientv3.OpPut(c.ownerKey(key), c.r.Name(), clientv3.WithLease(lease)), clientv3.OpPut(c.dirtyKey(key), c.r.Name()), mail).
+		Else(clientv3.OpGet(c.ownerKey(key)), mail).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("cluster: put the message in its mailbox: %w", err)
+	}
+	if resp.Succeeded { // claimed: what a dead owner left comes first
+		o.lease = lease
+		dirty := len(resp.Responses[0].GetResponseRange().Kvs) > 0
+		c.takeOver(key, o, dirty, resp.Responses[1].GetResponseRange().Kvs)
+	} else if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 0 || clientv3.LeaseID(kvs[0].Lease) != lease {
+		if o.lease != 0 && (len(kvs) == 0 || clientv3.LeaseID(kvs[0].Lease) != o.lease) {
+			o.lease = 0 // it was let go of, or lost, meanwhile
+		}
+		return nil // its owner takes it from the mailbox
+	}
+	o.lease = lease
+	o.delivered[id] = true
+	enqueue(m)
+	return nil
+}
+
+// admitStream claims key for a message that cannot move (its answer
+// streams to whoever asked this replica), waiting while another replica
+// runs it.
+func (c *Conversations) admitStream(ctx context.Context, key store.Key, o *owned, lease clientv3.LeaseID, m core.Message, enqueue func(core.Message)) error {
+	for {
+		o.mu.Lock()
+		resp, err := c.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(c.ownerKey(key)), "=", 0)).
+			Then(clientv3.OpGet(c.dirtyKey(key)), clientv3.OpGet(c.mailDir(key), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)),
+				clientv3.OpPut(c.ownerKey(key), c.r.Name(), clientv3.WithLease(lease)), clientv3.OpPut(c.dirtyKey(key), c.r.Name())).
+			Else(clientv3.OpGet(c.ownerKey(key))).
+			Commit()
+		if err != nil {
+			o.mu.Unlock()
+			return fmt.Errorf("cluster: claim the conversation: %w", err)
+		}
+		mine := resp.Succeeded
+		if mine {
+			o.lease = lease
+			c.takeOver(key, o, len(resp.Responses[0].GetResponseRange().Kvs) > 0, resp.Responses[1].GetResponseRange().Kvs)
+		} else if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 && clientv3.LeaseID(kvs[0].Lease) == lease {
+			mine = true
+		}
+		if mine {
+			enqueue(m)
+			o.mu.Unlock()
+			return nil
+		}
+		o.mu.Unlock()
+		// Another replica runs it: wait for its owner key to go.
+		wctx, cancel := context.WithCancel(ctx)
+		w := c.cli.Watch(wctx, c.ownerKey(key), clientv3.WithRev(resp.Header.Revision+1), clientv3.WithFilterPut())
+		select {
+		case <-w:
+		case <-ctx.Done():
+		}
+		cancel()
+		if ctx.Err() != nil {
+			return fmt.Errorf("cluster: the conversation stayed busy on another replica: %w", ctx.Err())
+		}
+	}
+}
+
+// takeOver runs, with o.mu held, once this replica has claimed key: when a
+// dead owner left it dirty, its turns in flight are told they were
+// interrupted; then the mail that waited is delivered, oldest first.
+func (c *Conversations) takeOver(key store.Key, o *owned, dirty bool, mail []*mvccpb.KeyValue) {
+	h := c.hostOf()
+	if dirty {
+		c.log.Info("conversation taken over", "conversation", key)
+		h.TakeOver(key)
+	}
+	c.deliver(key, o, mail)
+}
+
+// deliver hands core the mail it does not have yet, in order, and says
+// how many. With o.mu held.
+func (c *Conversations) deliver(key store.Key, o *owned, mail []*mvccpb.KeyValue) (n int) {
+	h := c.hostOf()
+	for _, kv := range mail {
+		id := mailOf(kv.Key)
+		if o.delivered[id] {
+			continue
+		}
+		var m core.Message
+		if err := json.Unmarshal(kv.Value, &m); err != nil {
+			c.log.Error("unreadable mail dropped", "conversation", key, "mail", id, "err", err)
+			c.remove(string(kv.Key))
+			continue
+		}
+		o.delivered[id] = true
+		h.Deliver(core.SetMail(m, id))
+		n++
+	}
+	return n
+}
+
+func (c *Conversations) hostOf() core.Host {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.host
+}
+
+// Taken implements core.Cluster. The id stays among those delivered
+// until the conversation is let go of, so that a watch event of its mail
+// still on its way is not run again.
+func (c *Conversations) Taken(key store.Key, m core.Message) {
+	c.remove(c.mailDir(key) + core.Mail(m))
+}
+
+// remove deletes one key, logging a failure: mail left behind runs again
+// only if the conversation changes hands, and dedupe does not know it.
+func (c *Conversations) remove(k string) {
+	ctx, cancel := context.WithTimeout(c.ctx, c.r.TTL())
+	defer cancel()
+	if _, err := c.cli.Delete(ctx, k); err != nil {
+		c.log.Error("strike mail", "key", k, "err", err)
+	}
+}
+
+// Release implements core.Cluster. It lets go on a goroutine of its own,
+// so it may be called from within enqueue or Deliver.
+func (c *Conversations) Release(key store.Key) {
+	c.done.Add(1)
+	go func() {
+		defer c.done.Done()
+		o := c.state(key)
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if o.lease == 0 || !c.hostOf().Idle(key) {
+			return
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, c.r.TTL())
+		defer cancel()
+		resp, err := c.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.LeaseValue(c.ownerKey(key)), "=", o.lease),
+				clientv3.Compare(clientv3.CreateRevision(c.mailDir(key)), "=", 0).WithPrefix()).
+			Then(clientv3.OpDelete(c.ownerKey(key)), clientv3.OpDelete(c.dirtyKey(key))).
+			Else(clientv3.OpGet(c.ownerKey(key)), clientv3.OpGet(c.mailDir(key), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))).
+			Commit()
+		if err != nil {
+			c.log.Warn("let go of a conversation", "conversation", key, "err", err)
+			return // kept: the next idle time tries again, or the lease ends
+		}
+		if resp.Succeeded {
+			c.forget(key, o)
+			return
+		}
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 0 || clientv3.LeaseID(kvs[0].Lease) != o.lease {
+			c.forget(key, o) // lost meanwhile
+			return
+		}
+		mail := resp.Responses[1].GetResponseRange().Kvs
+		for _, kv := range mail {
+			if id := mailOf(kv.Key); o.delivered[id] {
+				c.remove(string(kv.Key)) // taken, but striking it had failed
+			}
+		}
+		if c.deliver(key, o, mail) == 0 { // only mail taken already: try again
+			time.AfterFunc(100*time.Millisecond, func() { c.Release(key) })
+		}
+	}()
+}
+
+// forget drops key's record: it is not owned here. With o.mu held.
+func (c *Conversations) forget(key store.Key, o *owned) {
+	o.lease = 0
+	clear(o.delivered)
+	c.mu.Lock()
+	if c.keys[key] == o {
+		delete(c.keys, key)
+	}
+	c.mu.Unlock()
+}
+
+// Owner implements core.Cluster.
+func (c *Conversations) Owner(key store.Key) string {
+	ctx, cancel := context.WithTimeout(c.ctx, c.r.TTL())
+	defer cancel()
+	resp, err := c.cli.Get(ctx, c.ownerKey(key))
+	if err != nil || len(resp.Kvs) == 0 {
+		return ""
+	}
+	return string(resp.Kvs[0].Value)
+}
+
+// Owned is how many conversations this replica owns now.
+func (c *Conversations) Owned() int {
+	c.mu.Lock()
+	os := make([]*owned, 0, len(c.keys))
+	for _, o := range c.keys {
+		os = append(os, o)
+	}
+	c.mu.Unlock()
+	n := 0
+	for _, o := range os {
+		o.mu.Lock()
+		if o.lease != 0 {
+			n++
+		}
+		o.mu.Unlock()
+	}
+	return n
+}
+
+// member is the current membership, or an error when the replica has none
+// now: it takes no message then.
+func (c *Conversations) member() (*sessionLease, context.Context, error) {
+	ctx, cancel := context.WithTimeout(c.ctx, 50*time.Millisecond)
+	defer cancel()
+	sess, alive, err := c.r.Member(ctx)
+	if err != nil {
+		return nil, nil, errors.New("cluster: this replica is not in the cluster now (etcd out of reach)")
+	}
+	return &sessionLease{sess.Lease()}, alive, nil
+}
+
+type sessionLease struct{ id clientv3.LeaseID }
+
+func (s *sessionLease) Lease() clientv3.LeaseID { return s.id }
+
+// mailOf is the id in a mail key.
+func mailOf(key []byte) string { return string(key[strings.LastIndexByte(string(key), '/')+1:]) }
+
+func mailID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%016x-%s", time.Now().UnixNano(), hex.EncodeToString(b[:]))
+}

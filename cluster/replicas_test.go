@@ -1,0 +1,283 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/golem-chat/golem/cluster"
+	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/engine"
+	"github.com/golem-chat/golem/engine/enginetest"
+	"github.com/golem-chat/golem/internal/etcdtest"
+	"github.com/golem-chat/golem/internal/nettest"
+	"github.com/golem-chat/golem/store/etcdstore"
+)
+
+// chat is the platform as every replica sees it: one chat that all of them
+// post to (as every replica posts to Slack with the same token).
+type chat struct {
+	mu      sync.Mutex
+	next    int
+	msgs    map[string]string
+	order   []string
+	changed chan struct{}
+}
+
+func newChat() *chat { return &chat{msgs: map[string]string{}, changed: make(chan struct{}, 1)} }
+
+func (c *chat) Platform() string                                { return "rec" }
+func (c *chat) Start(ctx context.Context, _ core.Handler) error { <-ctx.Done(); return nil }
+func (c *chat) Limits() core.Limits                             { return core.Limits{MaxLen: 4000} }
+func (c *chat) Measure(s string) int                            { return utf8.RuneCountInString(s) }
+
+func (c *chat) Send(_ context.Context, to core.Place, text string) (core.MessageRef, error) {
+	c.mu.Lock()
+	defer c.notify()
+	defer c.mu.Unlock()
+	c.next++
+	id := strconv.Itoa(c.next)
+	c.msgs[id] = text
+	c.order = append(c.order, id)
+	return core.MessageRef{Channel: to.Channel, Thread: to.Thread, ID: id}, nil
+}
+
+func (c *chat) Edit(_ context.Context, ref core.MessageRef, text string) error {
+	c.mu.Lock()
+	defer c.notify()
+	defer c.mu.Unlock()
+	if _, ok := c.msgs[ref.ID]; !ok {
+		return fmt.Errorf("no message %q", ref.ID)
+	}
+	c.msgs[ref.ID] = text
+	return nil
+}
+
+func (c *chat) SendActivity(context.Context, core.MessageRef, string) error { return nil }
+
+func (c *chat) notify() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (c *chat) texts() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, len(c.order))
+	for i, id := range c.order {
+		out[i] = c.msgs[id]
+	}
+	return out
+}
+
+func (c *chat) waitFor(t *testing.T, d time.Duration, what string, cond func([]string) bool) {
+	t.Helper()
+	deadline := time.After(d)
+	for !cond(c.texts()) {
+		select {
+		case <-c.changed:
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s; messages: %q", what, c.texts())
+		}
+	}
+}
+
+// count is how many messages contain s.
+func count(texts []string, s string) int {
+	n := 0
+	for _, t := range texts {
+		if strings.Contains(t, s) {
+			n++
+		}
+	}
+	return n
+}
+
+// replica is one golem of the cluster: its etcd client (through a proxy,
+// to cut it off), store, membership and dispatcher.
+type replica struct {
+	name  string
+	proxy *nettest.Proxy
+	r     *cluster.Etcd
+	conv  *cluster.Conversations
+	d     *core.Dispatcher
+}
+
+type fleet struct {
+	t         *testing.T
+	etcd      *etcdtest.Cluster
+	chat      *chat
+	workspace string
+	log       string
+	eng       engine.Engine
+}
+
+func newFleet(t *testing.T) *fleet {
+	dir := t.TempDir()
+	f := &fleet{t: t, etcd: etcdtest.Start(t, 1), chat: newChat(), workspace: dir, log: filepath.Join(dir, "agent.log")}
+	f.eng = engine.NewClaudeCode(engine.Config{Command: enginetest.Build(t), Env: map[string]string{"FAKE_AGENT_LOG": f.log}})
+	return f
+}
+
+func (f *fleet) start(name string, ttl time.Duration) *replica {
+	t := f.t
+	t.Helper()
+	p := nettest.NewProxy(t, f.etcd.Endpoints[0])
+	st, err := etcdstore.Open(etcdstore.Config{Endpoints: []string{p.Addr}, Prefix: "golem", Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := cluster.JoinEtcd(ctx, cluster.EtcdOptions{Client: st.Client(), Prefix: st.Prefix(), Name: name, TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := cluster.NewConversations(r, nil)
+	d, err := core.NewDispatcher(core.Options{
+		Engines: map[string]engine.Engine{"claude-code": f.eng}, DefaultEngine: "claude-code",
+		Workspace: f.workspace, Allow: []string{"rec:*"}, Timeout: time.Minute, Store: st, Cluster: conv,
+		Busy: core.BusyQueue, QueueDepth: 50,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv.Bind(d)
+	d.Register(f.chat)
+	rep := &replica{name: name, proxy: p, r: r, conv: conv, d: d}
+	t.Cleanup(func() {
+		p.Heal()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		d.Close(ctx)
+		cancel()
+		conv.Close()
+		r.Close()
+		st.Close()
+	})
+	return rep
+}
+
+func msg(channel string, i int, text string) core.Message {
+	return core.Message{Platform: "rec", Channel: channel, ID: fmt.Sprintf("%s-%d", channel, i), EventID: fmt.Sprintf("%s-%d", channel, i),
+		User: "alice", Text: text}
+}
+
+// Messages to one conversation received by two replicas in turn are
+// answered once each, in order, one turn at a time.
+func TestOneConversationAcrossReplicas(t *testing.T) {
+	f := newFleet(t)
+	reps := []*replica{f.start("a", 5*time.Second), f.start("b", 5*time.Second)}
+	const n = 8
+	for i := range n {
+		reps[i%2].d.Handle(context.Background(), msg("C1", i, fmt.Sprintf("!sleep 150ms\nm%d", i)))
+		time.Sleep(120 * time.Millisecond)
+	}
+	f.chat.waitFor(t, 30*time.Second, "every answer", func(texts []string) bool {
+		for i := range n {
+			if count(texts, fmt.Sprintf("echo: m%d", i)) != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	texts := f.chat.texts()
+	for i := range n {
+		if c := count(texts, fmt.Sprintf("echo: m%d", i)); c != 1 {
+			t.Fatalf("m%d answered %d times: %q", i, c, texts)
+		}
+	}
+	var order []string
+	for _, s := range texts {
+		if i := strings.Index(s, "echo: m"); i >= 0 {
+			order = append(order, s[i+6:i+8])
+		}
+	}
+	for i, o := range order {
+		if o != fmt.Sprintf("m%d", i) {
+			t.Fatalf("answers out of order: %v", order)
+		}
+	}
+	invs := enginetest.ReadLog(t, f.log)
+	if len(invs) != n {
+		t.Fatalf("%d agent runs for %d messages", len(invs), n)
+	}
+	for i := 1; i < len(invs); i++ {
+		if gap := time.Duration(invs[i].Started - invs[i-1].Started); gap < 150*time.Millisecond {
+			t.Fatalf("run %d began %v after run %d, which sleeps 150 ms: two turns of one conversation overlapped", i, gap, i-1)
+		}
+		if invs[i].SessionID != invs[0].SessionID {
+			t.Fatalf("run %d had session %q, run 0 %q: the session was not carried between replicas", i, invs[i].SessionID, invs[0].SessionID)
+		}
+	}
+}
+
+// A replica cut off from etcd mid-turn stops its agent; another takes the
+// conversation over within the TTL and a few seconds: it marks the turn
+// interrupted, runs the message that waited behind it, in the same session.
+func TestReplicaCutOffMidTurn(t *testing.T) {
+	f := newFleet(t)
+	const ttl = 2 * time.Second
+	a := f.start("a", ttl)
+	b := f.start("b", ttl)
+	a.d.Handle(context.Background(), msg("C1", 0, "first"))
+	f.chat.waitFor(t, 20*time.Second, "the first answer", func(texts []string) bool { return count(texts, "echo: first") == 1 })
+	a.d.Handle(context.Background(), msg("C1", 1, "!sleep 30s\nlong"))
+	deadline := time.Now().Add(10 * time.Second)
+	for len(enginetest.ReadLog(t, f.log)) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the long turn's agent never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b.d.Handle(context.Background(), msg("C1", 2, "after"))
+	long := enginetest.ReadLog(t, f.log)[1].PID
+	died := make(chan time.Time, 1)
+	go func() { // when a's agent is gone
+		for syscall.Kill(long, 0) == nil {
+			time.Sleep(2 * time.Millisecond)
+		}
+		died <- time.Now()
+	}()
+
+	cut := time.Now()
+	a.proxy.Cut()
+	f.chat.waitFor(t, ttl+10*time.Second, "the waiting message answered by b", func(texts []string) bool { return count(texts, "echo: after") == 1 })
+	took := time.Since(cut)
+	texts := f.chat.texts()
+	if count(texts, "restarted while answering") != 1 {
+		t.Fatalf("the interrupted turn was not marked once: %q", texts)
+	}
+	if count(texts, "echo: long") != 0 {
+		t.Fatalf("the long turn answered although its replica was cut off: %q", texts)
+	}
+	invs := enginetest.ReadLog(t, f.log)
+	if len(invs) != 3 {
+		t.Fatalf("%d agent runs, want 3", len(invs))
+	}
+	if invs[2].SessionID != invs[0].SessionID {
+		t.Fatalf("b's run had session %q, not the conversation's %q", invs[2].SessionID, invs[0].SessionID)
+	}
+	select {
+	case at := <-died:
+		if next := time.Unix(0, invs[2].Started); !at.Before(next) {
+			t.Fatalf("b's agent started %v before a's was gone", at.Sub(next))
+		}
+		t.Logf("a's agent was gone %v after the cut, %v before b's started", at.Sub(cut), time.Unix(0, invs[2].Started).Sub(at))
+	case <-time.After(5 * time.Second):
+		t.Fatal("a's agent outlived its replica's membership")
+	}
+	if took > ttl+5*time.Second {
+		t.Fatalf("takeover took %v, over replica_ttl + 5 s", took)
+	}
+	t.Logf("b answered the waiting message %v after a was cut off", took)
+}
