@@ -43,6 +43,8 @@ type Config struct {
 	Skills        string        `yaml:"skills"`         // skills injected into the workspace
 	Store         string        `yaml:"store"`          // the bbolt file, or etcd://host:port,host:port/prefix (etcds:// for TLS)
 	StoreTLS      StoreTLS      `yaml:"store_tls"`      // with etcds://
+	Replica       string        `yaml:"replica"`        // this replica's name in logs, /status and metrics ("" = the host name)
+	ReplicaTTL    time.Duration `yaml:"replica_ttl"`    // with etcd: a replica silent this long is dead, its conversations move
 	SessionScope  core.Scope    `yaml:"session_scope"`  // channel | thread | user
 	Timeout       time.Duration `yaml:"timeout"`        // per turn
 	MaxConcurrent int           `yaml:"max_concurrent"` // turns at once, all conversations
@@ -217,6 +219,7 @@ func Default() Config {
 		Store:         "./data/golem.db",
 		SessionScope:  core.ScopeChannel,
 		Timeout:       10 * time.Minute,
+		ReplicaTTL:    10 * time.Second,
 		MaxConcurrent: 8,
 		QueueDepth:    5,
 		Context:       Context{MaxMessages: 20, MaxChars: 8000},

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/golem-chat/golem/adapters/httpapi"
 	"github.com/golem-chat/golem/adapters/slack"
@@ -138,6 +139,9 @@ func (c *Config) validateStore() error {
 	_, secure, err := etcdstore.ParseURL(c.Store)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
+	}
+	if c.ReplicaTTL < 2*time.Second {
+		return fmt.Errorf("replica_ttl: %v is too short: etcd grants no lease under 2s", c.ReplicaTTL)
 	}
 	if tlsSet && !secure {
 		return fmt.Errorf("store_tls: set, but store: is etcd://; use etcds:// to reach etcd over TLS")

@@ -38,6 +38,7 @@ import (
 // Registry holds golem's metrics. Its methods are safe for concurrent use.
 type Registry struct {
 	reg           *prometheus.Registry
+	with          prometheus.Registerer // reg, adding the replica label to every metric of golem's
 	turns         *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
 	firstText     *prometheus.HistogramVec
@@ -55,9 +56,19 @@ var (
 
 // New returns a Registry of its own (not Prometheus's global one), with
 // the Go runtime's and the process's collectors.
-func New() *Registry {
+func New() *Registry { return NewFor("") }
+
+// NewFor is New for one replica among several: every metric carries
+// replica="NAME" ("" adds no label: a golem alone).
+func NewFor(replica string) *Registry {
+	reg := prometheus.NewRegistry()
+	var with prometheus.Registerer = reg
+	if replica != "" {
+		with = prometheus.WrapRegistererWith(prometheus.Labels{"replica": replica}, reg)
+	}
 	r := &Registry{
-		reg: prometheus.NewRegistry(),
+		reg:  reg,
+		with: with,
 		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "golem_turns_total", Help: "Turns by engine, platform and how they ended (done, error, stopped, timed_out, interrupted).",
 		}, []string{"engine", "platform", "outcome"}),
@@ -85,7 +96,7 @@ func New() *Registry {
 			Name: "golem_busy_messages_total", Help: "Messages that came while their conversation's answer ran, by what was done: steered, interrupted, queued (the engine cannot steer).",
 		}, []string{"platform", "engine", "handling"}),
 	}
-	r.reg.MustRegister(r.turns, r.duration, r.firstText, r.calls, r.rateLimited, r.approvals, r.engineFailure, r.busy,
+	r.with.MustRegister(r.turns, r.duration, r.firstText, r.calls, r.rateLimited, r.approvals, r.engineFailure, r.busy,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return r
 }
@@ -93,12 +104,29 @@ func New() *Registry {
 // Watch adds the gauges of d's load, read at each scrape:
 // golem_turns_running and golem_queue_waiting. Call it once.
 func (r *Registry) Watch(d *core.Dispatcher) {
-	r.reg.MustRegister(
+	r.with.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "golem_turns_running", Help: "Turns running now."},
 			func() float64 { running, _ := d.Load(); return float64(running) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "golem_queue_waiting", Help: "Messages waiting for their conversation's turn or a free slot."},
 			func() float64 { _, waiting := d.Load(); return float64(waiting) }),
 	)
+}
+
+// WatchReplica adds what a replica among several shares: how many
+// conversations it owns, and whether it leads each of roles.
+func (r *Registry) WatchReplica(owned func() int, leading func(role string) bool, roles []string) {
+	r.with.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "golem_conversations_owned",
+		Help: "Conversations this replica owns now (runs or has just run)."}, func() float64 { return float64(owned()) }))
+	for _, role := range roles {
+		r.with.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "golem_leader",
+			Help:        "1 while this replica leads the role (the Telegram poller, the Discord gateway, the schedule loop, worktree cleanup).",
+			ConstLabels: prometheus.Labels{"role": role}}, func() float64 {
+			if leading(role) {
+				return 1
+			}
+			return 0
+		}))
+	}
 }
 
 // Handler serves the metrics in Prometheus's text format.

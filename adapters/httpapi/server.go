@@ -8,7 +8,8 @@
 //	               4xx with {"error":"..."}
 //	GET  /v1/files/ID → the bytes of a file a "file" event offered (kept
 //	               FileTTL)
-//	GET  /healthz  → 200 "ok"
+//	GET  /healthz  → 200 "ok"; 503 while Options.Healthy says no (a replica
+//	               without its etcd)
 //	GET  /metrics  → Prometheus's text format, when Options.Metrics is set;
 //	               guarded like /v1
 //	GET  /         → the web chat page
@@ -73,6 +74,9 @@ type Options struct {
 	// Metrics, when set, is served at GET /metrics behind the same guard
 	// as the API (the token, or a loopback host without one).
 	Metrics http.Handler
+	// Healthy, when set, is asked by GET /healthz: false answers 503 (a
+	// replica that lost etcd starts no turn until it is back).
+	Healthy func() (ok bool, why string)
 	// FilesDir keeps the files that file events offer at /v1/files/ID, so
 	// that their URLs outlive a restart; "" keeps them in a temporary
 	// folder removed when the server stops.
@@ -204,6 +208,13 @@ func (s *Server) routes(base context.Context, h core.Handler) http.Handler {
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if s.opts.Healthy != nil {
+			if ok, why := s.opts.Healthy(); !ok {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte(why))
+				return
+			}
+		}
 		_, _ = w.Write([]byte("ok"))
 	})
 	s.pageRoutes(mux)

@@ -21,6 +21,10 @@ import (
 	"github.com/golem-chat/golem/worktree"
 )
 
+// leaderRoles are the jobs that one replica at a time does
+// (cluster.Replica.Lead), as golem_leader{role} names them.
+var leaderRoles = []string{"telegram", "discord", "schedules", "worktrees"}
+
 // shutdownGrace is how long running turns may finish after SIGINT/SIGTERM
 // before they are stopped.
 const shutdownGrace = 30 * time.Second
@@ -34,6 +38,7 @@ type app struct {
 	workspace string
 	workdirs  *worktree.Workspaces
 	metrics   *metrics.Registry // served at GET /metrics by the HTTP API
+	member    membership        // this golem among the replicas sharing its store
 }
 
 // configFlag adds --config to fs; the default ./bot.yaml may be missing
@@ -105,7 +110,20 @@ func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
+	member, err := joinCluster(cfg, st, log)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	var shared core.Cluster // nil when alone (not a nil *cluster.Conversations)
+	if member.convs != nil {
+		shared = member.convs
+	}
 	meter := metrics.New()
+	if member.etcd != nil {
+		meter = metrics.NewFor(member.replica.Name())
+		meter.WatchReplica(member.convs.Owned, member.replica.Leading, leaderRoles)
+	}
 	queueDepth := cfg.QueueDepth
 	if queueDepth == 0 {
 		queueDepth = -1 // queue_depth: 0 means none may wait; core's 0 is its default
@@ -140,8 +158,10 @@ func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 		Footer:        cfg.Footer,
 		Context:       core.ContextLimits{MaxMessages: cfg.Context.MaxMessages, MaxChars: cfg.Context.MaxChars},
 		Budgets:       budgets,
+		Cluster:       shared,
 	})
 	if err != nil {
+		member.close()
 		st.Close()
 		return nil, err
 	}
@@ -152,7 +172,7 @@ func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 			log.Warn(`access.allow has "*": ANYONE who can message the bot runs commands on this machine`)
 		}
 	}
-	return &app{cfg: cfg, log: log, store: st, d: d, workspace: workspace, workdirs: workdirs, metrics: meter}, nil
+	return &app{cfg: cfg, log: log, store: st, d: d, workspace: workspace, workdirs: workdirs, metrics: meter, member: member}, nil
 }
 
 // newWorkdirs makes the conversations' working directories as isolation
@@ -232,6 +252,10 @@ func (a *app) cleanWorktrees(ctx context.Context) {
 	if a.workdirs.Isolation() != worktree.Worktree {
 		return
 	}
+	a.member.replica.Lead(ctx, "worktrees", a.cleanWorktreesLeading) // once, cluster-wide
+}
+
+func (a *app) cleanWorktreesLeading(ctx context.Context) {
 	tick := time.NewTicker(time.Hour)
 	defer tick.Stop()
 	for {
@@ -262,5 +286,5 @@ func (a *app) close() error {
 	ctx, cancel := context.WithTimeout(hurry, shutdownGrace)
 	defer cancel()
 	err := a.d.Close(ctx)
-	return errors.Join(err, a.store.Close())
+	return errors.Join(err, a.member.close(), a.store.Close())
 }

@@ -45,6 +45,11 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	failed := make(chan error, len(adapters))
 	for _, ad := range adapters {
 		a.d.Register(ad)
+	}
+	if a.member.convs != nil { // every platform registered: a takeover can post to any
+		a.member.convs.Bind(a.d)
+	}
+	for _, ad := range adapters {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -72,6 +77,14 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	return errors.Join(runErr, closeErr)
 }
 
+// healthy is /healthz: a replica without its etcd is not.
+func (a *app) healthy() (bool, string) {
+	if !a.member.live() {
+		return false, "this replica has lost etcd: it starts no turn until it is back"
+	}
+	return true, ""
+}
+
 // platforms builds an adapter for every configured platform; one whose
 // token is empty is off (said once in the log).
 func (a *app) platforms() ([]core.Source, error) {
@@ -82,7 +95,7 @@ func (a *app) platforms() ([]core.Source, error) {
 			return nil, err
 		}
 		srv, err := httpapi.New(httpapi.Options{Listen: a.cfg.HTTP.Listen, Token: a.cfg.HTTP.Token, Logger: a.log,
-			Metrics: a.metrics.Handler(), FilesDir: files})
+			Metrics: a.metrics.Handler(), FilesDir: files, Healthy: a.healthy})
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/golem-chat/golem/cluster"
+	"github.com/golem-chat/golem/config"
+	"github.com/golem-chat/golem/store"
+	"github.com/golem-chat/golem/store/etcdstore"
+)
+
+// replicaJoinTimeout bounds the first lease at start: etcd answered
+// openStore already, so it is only slow, not absent.
+const replicaJoinTimeout = 15 * time.Second
+
+// membership is this golem among the replicas sharing its store: alone
+// with bbolt (cluster.Local, no conversations to share), an etcd replica
+// with an etcd store.
+type membership struct {
+	replica cluster.Replica
+	etcd    *cluster.Etcd          // nil when alone
+	convs   *cluster.Conversations // nil when alone
+}
+
+func joinCluster(cfg config.Config, st store.Store, log *slog.Logger) (membership, error) {
+	es, ok := st.(*etcdstore.Store)
+	if !ok {
+		return membership{replica: cluster.NewLocal(cfg.Replica)}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), replicaJoinTimeout)
+	defer cancel()
+	r, err := cluster.JoinEtcd(ctx, cluster.EtcdOptions{Client: es.Client(), Prefix: es.Prefix(), Name: cfg.Replica,
+		TTL: cfg.ReplicaTTL, Logger: log})
+	if err != nil {
+		return membership{}, err
+	}
+	return membership{replica: r, etcd: r, convs: cluster.NewConversations(r, log)}, nil
+}
+
+// live reports whether this replica may start turns: always when alone.
+func (m membership) live() bool { return m.etcd == nil || m.etcd.Live() }
+
+// close gives the membership up, after the dispatcher has stopped.
+func (m membership) close() error {
+	if m.etcd == nil {
+		return nil
+	}
+	m.convs.Close()
+	return m.etcd.Close()
+}
