@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
+	"github.com/golem-chat/golem/cluster"
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/internal/retry"
 )
@@ -36,8 +38,15 @@ type Options struct {
 	Inbox  core.Inbox
 	// State keeps the update offset across restarts; nil keeps it in
 	// memory only (a restart then gets the unconfirmed updates again).
-	State  core.StateStore
-	Logger *slog.Logger
+	// Replicas share it: each new leader reads the offset its
+	// predecessor left.
+	State core.StateStore
+	// Replica, when set, is this golem among several replicas sharing
+	// State: only the one that leads the "telegram" role polls, since the
+	// Bot API serves one getUpdates per bot at a time. Every replica
+	// sends. nil polls always (one golem).
+	Replica cluster.Replica
+	Logger  *slog.Logger
 	// PollTimeout is the long-poll timeout of getUpdates; default 50s.
 	PollTimeout time.Duration
 	// HTTPClient makes every request; default a client without an
@@ -171,9 +180,11 @@ func commands() []tgbotapi.BotCommand {
 }
 
 // Start connects (getMe, retried with backoff), registers the commands and
-// polls for updates until ctx is done, delivering messages to h. It
-// returns nil after ctx is cancelled (an in-flight poll is aborted, not
-// waited out) and an error only when the token is refused.
+// polls for updates until ctx is done, delivering messages to h. With
+// Options.Replica it polls only while this replica leads "telegram", and
+// sends meanwhile all the same. It returns nil after ctx is cancelled (an
+// in-flight poll is aborted, not waited out) and an error only when the
+// token is refused.
 func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
 	if err := a.connect(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -185,7 +196,15 @@ func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
 	if _, err := a.do(ctx, "setMyCommands", tgbotapi.Params{"commands": string(cmds)}); err != nil && ctx.Err() == nil {
 		a.log.Warn("telegram: registering commands failed", "err", err)
 	}
-	return a.poll(ctx, h)
+	if a.opts.Replica == nil {
+		return a.poll(ctx, h)
+	}
+	// Each leadership polls afresh from the store: the offset and journal
+	// the previous leader left. Its end (ctx) aborts the in-flight poll at
+	// once, before another replica can lead.
+	a.opts.Replica.Lead(ctx, "telegram", func(ctx context.Context) { _ = a.poll(ctx, h) })
+	a.log.Info("telegram: stopped")
+	return nil
 }
 
 func (a *Adapter) connect(ctx context.Context) error {
@@ -237,16 +256,31 @@ func (x extra) thread() int64 {
 // poll runs getUpdates until ctx is done, handing each update to an intake,
 // which passes its message on without holding the loop. The offset of the
 // next update is saved after each update is taken, and after the intake's
-// journal of updates not yet handed on, so a restart neither loses nor
-// repeats one (see updates). poll returns once every message being prepared
-// has been handed on or set aside for the next start.
+// journal of updates not yet handed on, so a restart (or the next leader)
+// neither loses nor repeats one (see updates): poll reads both from the
+// store when it starts, and asks Telegram for no update past an offset the
+// store does not hold. poll returns once every message being prepared has
+// been handed on or set aside for the next start.
 func (a *Adapter) poll(ctx context.Context, h core.Handler) error {
 	offset := a.loadOffset()
 	in := a.newUpdates(ctx, h)
 	defer in.close()
 	in.replay(offset)
+	a.log.Info("telegram: polling", "offset", offset)
 	backoff := retry.Backoff{First: firstBackoff, Max: maxBackoff, Log: a.log, Method: "getUpdates"}
+	// A 409 is logged once per episode (see conflicts), not per retry.
+	conflicts := conflicts{log: a.log, back: retry.Backoff{First: firstBackoff, Max: maxConflictBackoff}}
+	saved := true // offset is in the store
 	for ctx.Err() == nil {
+		if !saved {
+			if err := a.saveOffset(offset); err != nil {
+				if backoff.Wait(ctx, "telegram: saving the update offset failed; not polling past it", "store", err) != nil {
+					break
+				}
+				continue
+			}
+			saved = true
+		}
 		p := tgbotapi.Params{
 			"timeout":         strconv.Itoa(int(a.opts.PollTimeout / time.Second)),
 			"allowed_updates": `["message","callback_query"]`,
@@ -261,11 +295,18 @@ func (a *Adapter) poll(ctx context.Context, h core.Handler) error {
 			if ctx.Err() != nil {
 				break
 			}
+			if te, ok := apiError(err); ok && te.Code == http.StatusConflict {
+				if conflicts.wait(ctx, err) != nil {
+					break
+				}
+				continue
+			}
 			if backoff.Wait(ctx, "telegram: polling failed, retrying", verdict(err).Reason, err) != nil {
 				break
 			}
 			continue
 		}
+		conflicts.over()
 		var raws []json.RawMessage
 		if err := json.Unmarshal(res, &raws); err != nil {
 			// Asking again at once would get the same answer.
@@ -276,6 +317,12 @@ func (a *Adapter) poll(ctx context.Context, h core.Handler) error {
 		}
 		backoff.Reset()
 		for _, raw := range raws {
+			if ctx.Err() != nil {
+				// No longer polling (another replica may lead): the rest
+				// are not confirmed, so Telegram gives them to the next
+				// poll.
+				break
+			}
 			var head struct {
 				UpdateID int64 `json:"update_id"`
 			}
@@ -289,11 +336,54 @@ func (a *Adapter) poll(ctx context.Context, h core.Handler) error {
 			// Confirmed even when it could not be decoded: otherwise
 			// Telegram would send it again at once, forever.
 			offset = head.UpdateID + 1
-			a.saveOffset(offset)
+			if err := a.saveOffset(offset); err != nil {
+				saved = false
+			}
 		}
 	}
-	a.log.Info("telegram: stopped")
+	a.log.Info("telegram: polling stopped", "offset", offset)
 	return nil
+}
+
+// maxConflictBackoff bounds the wait after a 409 Conflict: the poller that
+// took this one's place may stop at any time (a replica that lost its
+// leadership does within moments).
+const maxConflictBackoff = 5 * time.Second
+
+// conflicts paces and logs a poll loop's 409 Conflicts: Telegram ended
+// this replica's long poll because a newer getUpdates of the same bot took
+// its place. Around a takeover between replicas that may happen once or
+// twice; for longer, another golem (or another program) is polling with
+// this bot's token outside the cluster. Owned by one poll loop.
+type conflicts struct {
+	log  *slog.Logger
+	back retry.Backoff // logs nothing: wait logs once per episode
+	n    int           // conflicts in this episode
+	at   time.Time     // when the episode began
+}
+
+// wait notes a conflict, logs the first of an episode, and backs off.
+func (c *conflicts) wait(ctx context.Context, err error) error {
+	c.n++
+	if c.n == 1 {
+		c.at = time.Now()
+		c.log.Warn("telegram: another getUpdates took this poll's place (409 Conflict); backing off. "+
+			"Only one golem may poll a bot: if this lasts, another golem or program polls with this token",
+			"err", err)
+	} else {
+		c.log.Debug("telegram: 409 Conflict again", "conflicts", c.n)
+	}
+	return c.back.Wait(ctx, "", "conflict", err)
+}
+
+// over ends an episode after a poll that succeeded.
+func (c *conflicts) over() {
+	if c.n == 0 {
+		return
+	}
+	c.log.Info("telegram: polling again after 409 Conflicts", "conflicts", c.n, "duration_ms", time.Since(c.at).Milliseconds())
+	c.n = 0
+	c.back.Reset()
 }
 
 func (a *Adapter) loadOffset() int64 {
@@ -309,11 +399,12 @@ func (a *Adapter) loadOffset() int64 {
 	return n
 }
 
-func (a *Adapter) saveOffset(n int64) {
+func (a *Adapter) saveOffset(n int64) error {
 	if a.opts.State == nil {
-		return
+		return nil
 	}
 	if err := a.opts.State.Save(offsetKey, []byte(strconv.FormatInt(n, 10))); err != nil {
-		a.log.Error("telegram: saving the update offset failed", "err", err)
+		return fmt.Errorf("telegram: save the update offset: %w", err)
 	}
+	return nil
 }

@@ -130,7 +130,20 @@ type Server struct {
 	rates        map[int64]*chatRates
 	global       bucket
 	tooMany      int
+	// longPoll is the getUpdates waiting for updates, if any; a newer one
+	// ends it with a 409 (see getUpdates).
+	longPoll     *longPoll
+	nextConflict time.Time // a 409 before it is held 3 s first
+	conflicts    int
 }
+
+// longPoll is a getUpdates waiting for updates; aborted is closed when a
+// newer getUpdates has taken its place.
+type longPoll struct{ aborted chan struct{} }
+
+// Conflict is the Bot API's answer to a long poll that a newer getUpdates
+// of the same bot ended.
+const Conflict = "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"
 
 type chat struct {
 	typ      string
@@ -522,6 +535,13 @@ func secondsCeil(d time.Duration) int {
 	return max(1, int(math.Ceil(d.Seconds())))
 }
 
+// getUpdates answers at once with the updates from offset on, or, with a
+// timeout and none to give, waits for one. As the Bot API does, only one
+// long poll of a bot waits at a time: a newer one takes its place and the
+// waiting one is answered 409 Conflict, at once if no conflict was
+// answered in the last 3 s and after 3 s otherwise (telegram-bot-api's
+// abort_long_poll and fail_query_conflict). A poll whose client goes away
+// stops waiting.
 func (s *Server) getUpdates(w http.ResponseWriter, ctx context.Context, p url.Values) {
 	offset, _ := strconv.ParseInt(p.Get("offset"), 10, 64)
 	limit, _ := strconv.Atoi(p.Get("limit"))
@@ -531,6 +551,14 @@ func (s *Server) getUpdates(w http.ResponseWriter, ctx context.Context, p url.Va
 	timeout, _ := strconv.Atoi(p.Get("timeout"))
 	deadline := time.NewTimer(time.Duration(timeout) * time.Second)
 	defer deadline.Stop()
+	me := &longPoll{aborted: make(chan struct{})}
+	defer func() {
+		s.mu.Lock()
+		if s.longPoll == me {
+			s.longPoll = nil
+		}
+		s.mu.Unlock()
+	}()
 	for {
 		s.mu.Lock()
 		if offset != 0 {
@@ -548,6 +576,12 @@ func (s *Server) getUpdates(w http.ResponseWriter, ctx context.Context, p url.Va
 			writeOK(w, out)
 			return
 		}
+		if s.longPoll != me {
+			if s.longPoll != nil {
+				close(s.longPoll.aborted)
+			}
+			s.longPoll = me
+		}
 		ch := s.changed
 		s.mu.Unlock()
 		select {
@@ -555,10 +589,44 @@ func (s *Server) getUpdates(w http.ResponseWriter, ctx context.Context, p url.Va
 		case <-deadline.C:
 			writeOK(w, []json.RawMessage{})
 			return
+		case <-me.aborted:
+			s.conflict(w, ctx)
+			return
 		case <-ctx.Done():
 			return
 		}
 	}
+}
+
+// conflict answers a long poll that a newer one ended.
+func (s *Server) conflict(w http.ResponseWriter, ctx context.Context) {
+	s.mu.Lock()
+	now := time.Now()
+	held := now.Before(s.nextConflict)
+	if !held {
+		s.nextConflict = now.Add(3 * time.Second)
+	}
+	s.mu.Unlock()
+	if held {
+		select {
+		case <-time.After(3 * time.Second):
+		case <-ctx.Done():
+			return
+		}
+	}
+	s.mu.Lock()
+	s.conflicts++
+	s.notifyLocked()
+	s.mu.Unlock()
+	writeErr(w, http.StatusConflict, Conflict, 0)
+}
+
+// Conflicts is how many long polls were answered 409 Conflict because a
+// newer getUpdates took their place.
+func (s *Server) Conflicts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conflicts
 }
 
 func (s *Server) serveFile(w http.ResponseWriter, rest string) {

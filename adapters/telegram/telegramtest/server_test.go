@@ -484,3 +484,52 @@ func TestSetMessageReaction(t *testing.T) {
 		t.Errorf("reactions %v, want 👀", m.Reactions)
 	}
 }
+
+// A second long poll of the bot ends the one waiting with 409 Conflict and
+// waits in its place; a third within 3 s ends the second, whose 409 is
+// held 3 s first, as the Bot API throttles them.
+func TestSecondLongPollEndsTheFirstWithConflict(t *testing.T) {
+	s := New(t, Options{})
+	poll := func() <-chan answer {
+		ch := make(chan answer, 1)
+		go func() { ch <- call(t, s, "getUpdates", url.Values{"timeout": {"20"}}) }()
+		return ch
+	}
+	waitPolls := func(n int) {
+		s.WaitUntil(t, 5*time.Second, "the poll", func() bool { return len(s.Calls("getUpdates")) == n })
+	}
+	first := poll()
+	waitPolls(1)
+	second := poll()
+	waitPolls(2)
+	select {
+	case a := <-first:
+		if a.OK || a.ErrorCode != 409 || a.Description != Conflict {
+			t.Fatalf("the first poll was answered %+v, want 409 %q", a, Conflict)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the first poll was not ended by the second")
+	}
+	start := time.Now()
+	third := poll()
+	waitPolls(3)
+	a := <-second
+	if a.ErrorCode != 409 {
+		t.Fatalf("the second poll was answered %+v", a)
+	}
+	if held := time.Since(start); held < 2500*time.Millisecond {
+		t.Fatalf("a second 409 within 3 s was answered after %v, not held 3 s", held)
+	}
+	p := s.PushPrivate(User{ID: 9, Username: "u"}, "hi")
+	a = <-third
+	var got []struct {
+		UpdateID int64 `json:"update_id"`
+	}
+	_ = json.Unmarshal(a.Result, &got)
+	if !a.OK || len(got) != 1 || got[0].UpdateID != p.UpdateID {
+		t.Fatalf("the last poll was answered %+v", a)
+	}
+	if n := s.Conflicts(); n != 2 {
+		t.Fatalf("Conflicts() = %d, want 2", n)
+	}
+}
