@@ -323,6 +323,13 @@ func (c *Conversations) forget(key store.Key, o *owned) {
 	c.mu.Unlock()
 }
 
+// Fence is the fence of this replica's writes to key's records (see
+// etcdstore.SetFence): its owner key, and this replica's latest lease,
+// the one every conversation it owns is claimed on.
+func (c *Conversations) Fence(key store.Key) (string, clientv3.LeaseID, bool) {
+	return c.ownerKey(key), c.r.Lease(), true
+}
+
 // Owner implements core.Cluster.
 func (c *Conversations) Owner(key store.Key) string {
 	ctx, cancel := context.WithTimeout(c.ctx, c.r.TTL())

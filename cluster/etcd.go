@@ -42,8 +42,9 @@ type Etcd struct {
 	done   chan struct{} // closed when keep has returned
 
 	mu      sync.Mutex
-	cur     *membership   // nil while joining again
-	changed chan struct{} // closed and replaced whenever cur changes
+	cur     *membership      // nil while joining again
+	last    clientv3.LeaseID // the lease of the latest membership, lost or not
+	changed chan struct{}    // closed and replaced whenever cur changes
 	leading map[string]bool
 }
 
@@ -187,6 +188,9 @@ func (e *Etcd) set(m *membership) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.cur = m
+	if m != nil {
+		e.last = m.sess.Lease()
+	}
 	close(e.changed)
 	e.changed = make(chan struct{})
 }
@@ -209,6 +213,14 @@ func (e *Etcd) Member(ctx context.Context) (*concurrency.Session, context.Contex
 			return nil, nil, errors.New("cluster: replica closed")
 		}
 	}
+}
+
+// Lease is the lease of the replica's latest membership, lost or not
+// (never 0 once joined): the fence of the writes it makes.
+func (e *Etcd) Lease() clientv3.LeaseID {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.last
 }
 
 // Live reports whether the replica holds a membership now: it may start

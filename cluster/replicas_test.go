@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"github.com/golem-chat/golem/engine/enginetest"
 	"github.com/golem-chat/golem/internal/etcdtest"
 	"github.com/golem-chat/golem/internal/nettest"
+	"github.com/golem-chat/golem/store"
 	"github.com/golem-chat/golem/store/etcdstore"
 )
 
@@ -111,6 +113,7 @@ type replica struct {
 	r     *cluster.Etcd
 	conv  *cluster.Conversations
 	d     *core.Dispatcher
+	st    *etcdstore.Store
 }
 
 type fleet struct {
@@ -144,6 +147,7 @@ func (f *fleet) start(name string, ttl time.Duration) *replica {
 		t.Fatal(err)
 	}
 	conv := cluster.NewConversations(r, nil)
+	st.SetFence(conv.Fence)
 	d, err := core.NewDispatcher(core.Options{
 		Engines: map[string]engine.Engine{"claude-code": f.eng}, DefaultEngine: "claude-code",
 		Workspace: f.workspace, Allow: []string{"rec:*"}, Timeout: time.Minute, Store: st, Cluster: conv,
@@ -154,7 +158,7 @@ func (f *fleet) start(name string, ttl time.Duration) *replica {
 	}
 	conv.Bind(d)
 	d.Register(f.chat)
-	rep := &replica{name: name, proxy: p, r: r, conv: conv, d: d}
+	rep := &replica{name: name, proxy: p, r: r, conv: conv, d: d, st: st}
 	t.Cleanup(func() {
 		p.Heal()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -280,4 +284,36 @@ func TestReplicaCutOffMidTurn(t *testing.T) {
 		t.Fatalf("takeover took %v, over replica_ttl + 5 s", took)
 	}
 	t.Logf("b answered the waiting message %v after a was cut off", took)
+}
+
+// While one replica runs a conversation, another's writes to its records
+// are refused (a replica that lost its lease while cut off is such a
+// one), and the owner's go through.
+func TestWritesOfAnotherReplicaAreFenced(t *testing.T) {
+	f := newFleet(t)
+	a := f.start("a", 5*time.Second)
+	b := f.start("b", 5*time.Second)
+	a.d.Handle(context.Background(), msg("C1", 0, "!sleep 3s\nlong"))
+	deadline := time.Now().Add(10 * time.Second)
+	for len(enginetest.ReadLog(t, f.log)) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the turn's agent never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	key := store.NewKey("rec", "", "C1", "")
+	err := b.st.UpdateConversation(key, func(c *store.Conversation) bool { c.SessionID = "stale"; return true })
+	if !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("b's write to a's conversation: %v, want ErrFenced", err)
+	}
+	if err := b.st.BeginTurn(store.InFlight{ID: "stale", Key: key}); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("b's turn record in a's conversation: %v, want ErrFenced", err)
+	}
+	if err := a.st.UpdateConversation(key, func(c *store.Conversation) bool { c.Model = "m"; return true }); err != nil {
+		t.Fatalf("the owner's write: %v", err)
+	}
+	other := store.NewKey("rec", "", "C2", "")
+	if err := b.st.SaveConversation(store.Conversation{Key: other, Model: "x"}); err != nil {
+		t.Fatalf("b's write to a conversation nobody owns: %v", err)
+	}
 }

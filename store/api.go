@@ -33,6 +33,11 @@ var ErrClosed = errors.New("store: closed")
 // store also fits etcd's request limit.
 var ErrTooLarge = errors.New("store: value too large")
 
+// ErrFenced is the error of a write to a conversation's records that
+// another replica owns now: this replica lost it (its lease expired while
+// it was cut off), and etcd refused the stale write instead of applying it.
+var ErrFenced = errors.New("store: refused: another replica owns this conversation now")
+
 // MaxValue is the largest value Save takes: etcd's default request limit
 // (1.5 MiB) less room for the key and the request around it. Large things
 // (files, chat context) stay out of the store.

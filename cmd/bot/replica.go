@@ -36,7 +36,9 @@ func joinCluster(cfg config.Config, st store.Store, log *slog.Logger) (membershi
 	if err != nil {
 		return membership{}, err
 	}
-	return membership{replica: r, etcd: r, convs: cluster.NewConversations(r, log)}, nil
+	convs := cluster.NewConversations(r, log)
+	es.SetFence(convs.Fence) // a replica cut off from etcd never writes over its successor
+	return membership{replica: r, etcd: r, convs: convs}, nil
 }
 
 // live reports whether this replica may start turns: always when alone.

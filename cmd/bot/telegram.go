@@ -17,7 +17,7 @@ func init() {
 		}
 		return telegram.New(telegram.Options{
 			Token: c.Token, APIURL: c.APIURL, Inbox: a.inbox(), State: a.store, Logger: a.log, Drafts: c.Drafts,
-			Memory: c.Memory,
+			Memory: c.Memory, Replica: a.member.replica, // with replicas, one polls at a time
 		})
 	}})
 }

@@ -19,10 +19,14 @@
 // MarkSeen of an expired id) compare the mod revisions of what they read
 // and retry when another writer came between, so concurrent writers on
 // any number of replicas never undo each other. The other writes replace
-// the record whole. Store.txn adds the store's fence to every
-// transaction's conditions: none today (one replica); a replica will fence
-// its writes with the revision of the key its lease holds, so that once
-// its lease is lost etcd refuses them instead of applying them.
+// the record whole.
+//
+// A replica fences the writes to a conversation's records (its session and
+// settings, its turns in flight) with the conversation's owner key (see
+// SetFence and package cluster): a write commits only while no replica
+// owns the conversation or this replica's lease does, so the late writes
+// of a replica that lost its lease while cut off from etcd are refused
+// with store.ErrFenced, never applied over its successor's.
 package etcdstore
 
 import (
@@ -135,7 +139,8 @@ type Store struct {
 	timeout time.Duration
 	ctx     context.Context // cancelled by Close
 	cancel  context.CancelFunc
-	fence   []clientv3.Cmp // added to every write's conditions; none yet
+	fenceMu sync.RWMutex
+	fence   Fence // nil: no fence (a golem alone)
 
 	mu     sync.RWMutex // guards closed and adding to calls
 	closed bool
@@ -277,13 +282,66 @@ func (s *Store) fail(op string, err error) error {
 	return fmt.Errorf("store: %s: %w", op, err)
 }
 
-// txn commits ops when cmps (and the store's fence) hold, otherwise runs
-// els. Every write goes through it.
+// Fence tells the owner key of a conversation and the lease this replica
+// writes its records under; ok false writes unfenced.
+type Fence func(key store.Key) (ownerKey string, lease clientv3.LeaseID, ok bool)
+
+// SetFence fences the writes to conversations' records from now on.
+func (s *Store) SetFence(f Fence) {
+	s.fenceMu.Lock()
+	s.fence = f
+	s.fenceMu.Unlock()
+}
+
+// txn commits ops when cmps hold, otherwise runs els. Every write goes
+// through it or, for a conversation's records, through keyTxn.
 func (s *Store) txn(ctx context.Context, cmps []clientv3.Cmp, ops []clientv3.Op, els ...clientv3.Op) (*clientv3.TxnResponse, error) {
-	if len(s.fence) > 0 {
-		cmps = append(append([]clientv3.Cmp(nil), cmps...), s.fence...)
-	}
 	return s.cli.Txn(ctx).If(cmps...).Then(ops...).Else(els...).Commit()
+}
+
+// keyTxn is txn for a write to key's records, fenced: it commits only
+// while this replica's lease owns key, or no replica does. A write that
+// another replica's ownership refused fails with store.ErrFenced; one
+// that cmps refused returns els's responses, as txn does.
+func (s *Store) keyTxn(ctx context.Context, key store.Key, cmps []clientv3.Cmp, ops []clientv3.Op, els ...clientv3.Op) (*clientv3.TxnResponse, error) {
+	s.fenceMu.RLock()
+	f := s.fence
+	s.fenceMu.RUnlock()
+	if f == nil {
+		return s.txn(ctx, cmps, ops, els...)
+	}
+	owner, lease, ok := f(key)
+	if !ok {
+		return s.txn(ctx, cmps, ops, els...)
+	}
+	guards := []clientv3.Cmp{clientv3.Compare(clientv3.LeaseValue(owner), "=", lease), // owned here
+		clientv3.Compare(clientv3.CreateRevision(owner), "=", 0)} // owned by none
+	for _, g := range guards {
+		all := append(append([]clientv3.Cmp(nil), cmps...), g)
+		resp, err := s.cli.Txn(ctx).If(all...).Then(ops...).Else(append(els[:len(els):len(els)], clientv3.OpGet(owner))...).Commit()
+		if err != nil || resp.Succeeded {
+			return resp, err
+		}
+		got := resp.Responses[len(resp.Responses)-1].GetResponseRange().Kvs
+		resp.Responses = resp.Responses[:len(resp.Responses)-1]
+		switch {
+		case len(got) > 0 && clientv3.LeaseID(got[0].Lease) == lease, len(got) == 0 && g == guards[1]:
+			return resp, nil // the fence held: cmps refused it
+		case len(got) > 0:
+			return nil, store.ErrFenced
+		}
+		// owned by none: try the second guard
+	}
+	return nil, store.ErrFenced
+}
+
+// putKey is put, fenced for key's records.
+func (s *Store) putKey(ctx context.Context, key store.Key, k string, value []byte) error {
+	if len(value) > store.MaxValue {
+		return fmt.Errorf("%w: %d bytes, at most %d", store.ErrTooLarge, len(value), store.MaxValue)
+	}
+	_, err := s.keyTxn(ctx, key, nil, []clientv3.Op{clientv3.OpPut(k, string(value))})
+	return err
 }
 
 // put is an unconditional write of one record.

@@ -81,7 +81,7 @@ func (s *Store) SaveConversation(c store.Conversation) error {
 		return s.fail("save conversation", err)
 	}
 	defer cancel()
-	if err := s.put(ctx, s.convKey(c.Key), encodeConversation(c)); err != nil {
+	if err := s.putKey(ctx, c.Key, s.convKey(c.Key), encodeConversation(c)); err != nil {
 		return s.fail("save conversation", err)
 	}
 	return nil
@@ -117,7 +117,7 @@ func (s *Store) UpdateConversation(key store.Key, fn func(c *store.Conversation)
 		if !fn(&c) {
 			return nil
 		}
-		t, err := s.txn(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", rev)},
+		t, err := s.keyTxn(ctx, key, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", rev)},
 			[]clientv3.Op{clientv3.OpPut(k, string(encodeConversation(c)))}, clientv3.OpGet(k))
 		if err != nil {
 			return s.fail("update conversation", err)
@@ -146,7 +146,19 @@ func (s *Store) BeginTurn(t store.InFlight) error {
 	if t.ID == "" {
 		return errors.New("store: begin turn: empty id")
 	}
-	return s.putJSON("begin turn", s.prefix+"turns/"+t.ID, t)
+	raw, err := json.Marshal(t)
+	if err != nil {
+		return fmt.Errorf("store: begin turn: %w", err)
+	}
+	ctx, cancel, err := s.call()
+	if err != nil {
+		return s.fail("begin turn", err)
+	}
+	defer cancel()
+	if err := s.putKey(ctx, t.Key, s.prefix+"turns/"+t.ID, raw); err != nil {
+		return s.fail("begin turn", err)
+	}
+	return nil
 }
 
 // EndTurn implements store.Turns.
