@@ -7,34 +7,10 @@ import (
 	"time"
 
 	"github.com/golem-chat/golem/cluster"
+	"github.com/golem-chat/golem/internal/clustertest"
 	"github.com/golem-chat/golem/internal/etcdtest"
 	"github.com/golem-chat/golem/internal/nettest"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
-
-func client(t *testing.T, endpoint string) *clientv3.Client {
-	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
-		DialKeepAliveTime: time.Second, DialKeepAliveTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
-}
-
-func join(t *testing.T, cli *clientv3.Client, name string, ttl time.Duration) *cluster.Etcd {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	r, err := cluster.JoinEtcd(ctx, cluster.EtcdOptions{Client: cli, Prefix: "golem", Name: name, TTL: ttl})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
-}
 
 // leader runs Lead for r and records when its leadership starts and ends.
 type leader struct {
@@ -78,10 +54,10 @@ func TestLeadershipMovesWhenTheLeaderIsCutOff(t *testing.T) {
 	etcd := etcdtest.Start(t, 1)
 	proxy := nettest.NewProxy(t, etcd.Endpoints[0])
 	const ttl = 2 * time.Second
-	a := join(t, client(t, proxy.Addr), "a", ttl)
+	a := clustertest.Join(t, proxy.Addr, "a", ttl)
 	la := lead(t, a, "telegram")
 	within(t, la.leads, 5*time.Second, "a leads")
-	b := join(t, client(t, etcd.Endpoints[0]), "b", ttl)
+	b := clustertest.Join(t, etcd.Endpoints[0], "b", ttl)
 	lb := lead(t, b, "telegram")
 	select {
 	case <-lb.leads:
@@ -122,10 +98,10 @@ func TestLeadershipMovesWhenTheLeaderIsCutOff(t *testing.T) {
 // A replica that closes hands its role over at once, not after its TTL.
 func TestCloseHandsOverAtOnce(t *testing.T) {
 	etcd := etcdtest.Start(t, 1)
-	a := join(t, client(t, etcd.Endpoints[0]), "a", 10*time.Second)
+	a := clustertest.Join(t, etcd.Endpoints[0], "a", 10*time.Second)
 	la := lead(t, a, "discord")
 	within(t, la.leads, 5*time.Second, "a leads")
-	b := join(t, client(t, etcd.Endpoints[0]), "b", 10*time.Second)
+	b := clustertest.Join(t, etcd.Endpoints[0], "b", 10*time.Second)
 	lb := lead(t, b, "discord")
 	a.Close()
 	within(t, lb.leads, 3*time.Second, "b leads after a closed")

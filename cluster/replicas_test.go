@@ -171,6 +171,19 @@ func (f *fleet) start(name string, ttl time.Duration) *replica {
 	return rep
 }
 
+// waitRuns waits until n agent runs have started, polling the agent's
+// log, or fails the test after 10 s.
+func (f *fleet) waitRuns(n int) {
+	f.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(enginetest.ReadLog(f.t, f.log)) < n {
+		if time.Now().After(deadline) {
+			f.t.Fatalf("%d agent runs never started", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func msg(channel string, i int, text string) core.Message {
 	return core.Message{Platform: "rec", Channel: channel, ID: fmt.Sprintf("%s-%d", channel, i), EventID: fmt.Sprintf("%s-%d", channel, i),
 		User: "alice", Text: text}
@@ -236,13 +249,7 @@ func TestReplicaCutOffMidTurn(t *testing.T) {
 	a.d.Handle(context.Background(), msg("C1", 0, "first"))
 	f.chat.waitFor(t, 20*time.Second, "the first answer", func(texts []string) bool { return count(texts, "echo: first") == 1 })
 	a.d.Handle(context.Background(), msg("C1", 1, "!sleep 30s\nlong"))
-	deadline := time.Now().Add(10 * time.Second)
-	for len(enginetest.ReadLog(t, f.log)) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("the long turn's agent never started")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	f.waitRuns(2)
 	b.d.Handle(context.Background(), msg("C1", 2, "after"))
 	long := enginetest.ReadLog(t, f.log)[1].PID
 	died := make(chan time.Time, 1)
@@ -294,13 +301,7 @@ func TestWritesOfAnotherReplicaAreFenced(t *testing.T) {
 	a := f.start("a", 5*time.Second)
 	b := f.start("b", 5*time.Second)
 	a.d.Handle(context.Background(), msg("C1", 0, "!sleep 3s\nlong"))
-	deadline := time.Now().Add(10 * time.Second)
-	for len(enginetest.ReadLog(t, f.log)) < 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the turn's agent never started")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	f.waitRuns(1)
 	key := store.NewKey("rec", "", "C1", "")
 	err := b.st.UpdateConversation(key, func(c *store.Conversation) bool { c.SessionID = "stale"; return true })
 	if !errors.Is(err, store.ErrFenced) {
