@@ -70,9 +70,15 @@ var credentials = []string{
 	".config/cursor", ".cursor", ".codex", ".gemini", ".claude", ".claude.json", ".local/share/opencode", ".config/opencode",
 }
 
-// sockets are host sockets that hand out more than the agent may have
-// (root through a container runtime, the user's session bus and agents).
-var sockets = []string{"/run/docker.sock", "/var/run/docker.sock", "/run/containerd", "/run/podman", "/run/user", "/etc/golem"}
+// hidden are host paths no agent sees besides golem's own (Options.Hide).
+var hidden = []string{"/etc/golem"}
+
+// runDirs are where the host's services keep their Unix sockets (Docker,
+// containerd, D-Bus, systemd, PostgreSQL, the user's session in
+// /run/user): connect() reaches a socket through a read-only mount, so
+// each gets an empty tmpfs of the sandbox's own, as /tmp does. /var/run
+// is one of its own only where it is not the usual symlink to /run.
+var runDirs = []string{"/run", "/var/run"}
 
 // Wrap returns the sandboxed command for c: bwrap around it, and, with
 // network: allowlist, golem's proxy listening on a socket bound into the
@@ -90,6 +96,7 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 		b.args = append(b.args, "--unshare-net")
 	}
 	b.args = append(b.args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
+	b.privateRun()
 
 	// Hidden: golem's own files, credentials in $HOME, then what belongs
 	// to the other conversations. The CLI's own state comes back below.
@@ -101,8 +108,13 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 			b.mask(filepath.Join(home, rel))
 		}
 	}
-	for _, s := range sockets {
-		b.mask(s)
+	for _, h := range hidden {
+		b.mask(h)
+	}
+	if home != "" && home != "/" {
+		for _, s := range homeSockets(home) {
+			b.mask(s)
+		}
 	}
 	pl := t.place
 	var git gitPaths
@@ -176,8 +188,10 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 	j := &Jail{turn: t, started: make(chan bool, 1)}
 	if t.policy.Network == Allowlist {
 		if err := j.listen(append(slices.Clone(c.APIHosts), t.policy.AllowHosts...)); err != nil {
+			j.Close()
 			return nil, err
 		}
+		b.mask(filepath.Dir(j.dir)) // the other turns' proxy sockets
 		b.args = append(b.args, "--bind", j.dir, proxyMount)
 		url := "http://127.0.0.1:" + strconv.Itoa(relayPort)
 		for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy"} {
@@ -235,7 +249,7 @@ func (j *Jail) listen(hosts []string) error {
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "golem-proxy-")
+	dir, err := j.turn.s.proxyDir()
 	if err != nil {
 		return fmt.Errorf("sandbox: proxy folder: %w", err)
 	}
@@ -243,7 +257,6 @@ func (j *Jail) listen(hosts []string) error {
 	// The folder is golem's alone (MkdirTemp makes it 0700).
 	l, err := net.Listen("unix", filepath.Join(dir, "proxy.sock"))
 	if err != nil {
-		os.RemoveAll(dir)
 		return fmt.Errorf("sandbox: proxy socket: %w", err)
 	}
 	j.proxy = p
@@ -339,7 +352,7 @@ func (j *Jail) Close() {
 			}
 		}
 		if j.dir != "" {
-			os.RemoveAll(j.dir)
+			j.turn.s.removeProxyDir(j.dir)
 		}
 		if j.turn != nil && j.Path != "" {
 			j.turn.s.mu.Lock()
@@ -359,6 +372,9 @@ type builder struct {
 // mask hides p: a folder becomes an empty read-only one, a file an empty
 // read-only one; a missing p needs nothing.
 func (b *builder) mask(p string) {
+	if private(p) {
+		return
+	}
 	if _, err := os.Stat(p); err == nil && !slices.Contains(b.masks, p) {
 		b.masks = append(b.masks, p)
 	}

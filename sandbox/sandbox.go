@@ -170,6 +170,10 @@ type Sandbox struct {
 
 	mu   sync.Mutex
 	runs int // sandboxes running, for tests and benchmarks
+	// proxyRoot is the folder of the turns' proxy folders while proxyDirs
+	// are in it (see proxyDir).
+	proxyRoot string
+	proxyDirs int
 }
 
 // ErrUnavailable is wrapped by New when sandbox.mode: on (global or a

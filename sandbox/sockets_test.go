@@ -1,0 +1,100 @@
+package sandbox
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// listenUnix serves a Unix socket at path until the test ends.
+func listenUnix(t *testing.T, path string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, "host socket\n")
+			c.Close()
+		}
+	}()
+}
+
+// TestSockets: a Unix socket of the host is out of the agent's reach
+// wherever it sees the file system: one in /run (Docker's, D-Bus's live
+// there), one below $HOME, and another turn's proxy socket in golem's
+// TMPDIR (here not /tmp); each of them answers outside. The turn's own
+// proxy still carries its requests.
+func TestSockets(t *testing.T) {
+	f := newFixture(t)
+	tmp, err := os.MkdirTemp("/var/tmp", "golem-tmpdir-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	t.Setenv("TMPDIR", tmp) // golem's own, where the proxy sockets go
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello through the proxy") }))
+	defer srv.Close()
+	s := need(t, Config{AllowHosts: []string{strings.TrimPrefix(srv.URL, "http://")}}, Options{})
+
+	sockets := []string{filepath.Join(f.home, ".local", "share", "app", "agent.sock")}
+	if run := fmt.Sprintf("/run/golem-sbtest-%d.sock", os.Getpid()); os.Geteuid() == 0 {
+		sockets = append(sockets, run) // only root may make one there
+		t.Cleanup(func() { os.Remove(run) })
+	}
+	for _, p := range sockets {
+		listenUnix(t, p)
+	}
+	other, err := s.Turn(Config{}, Place{Workdir: f.work}).Wrap(Command{Path: "/bin/true", Env: f.env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	otherSock := filepath.Join(other.dir, "proxy.sock")
+	if !within(otherSock, tmp) {
+		t.Fatalf("the other turn's proxy socket %s is not in TMPDIR %s", otherSock, tmp)
+	}
+	sockets = append(sockets, otherSock)
+
+	probe := func(p string) string {
+		return fmt.Sprintf("%s -u OPEN:/dev/null UNIX-CONNECT:%s 2>/dev/null && echo 'reached %s' || echo 'refused %s'\n", s.st.Socat, p, p, p)
+	}
+	var script strings.Builder
+	for _, p := range sockets {
+		// Outside, each answers: the test can fail.
+		if out, err := exec.Command("/bin/sh", "-c", probe(p)).CombinedOutput(); err != nil || !strings.Contains(string(out), "reached") {
+			t.Fatalf("outside the sandbox %s: %s %v", p, out, err)
+		}
+		script.WriteString(probe(p))
+	}
+	script.WriteString("ls -A /run\n")
+	script.WriteString("curl -sS -m 20 " + srv.URL + "; echo\n")
+	out, err := run(t, s.Turn(Config{}, Place{Workdir: f.work}), f.env, script.String())
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, p := range sockets {
+		if !strings.Contains(out, "refused "+p) {
+			t.Errorf("the agent reached the host's socket %s:\n%s", p, out)
+		}
+	}
+	if !strings.Contains(out, "hello through the proxy") {
+		t.Errorf("the turn's own proxy did not carry its request:\n%s", out)
+	}
+}
