@@ -33,6 +33,7 @@ var migrations = []migration{
 	0: createV1,
 	1: createUsage,
 	2: createApprovals,
+	3: createSchedules,
 }
 
 // createV1 creates the buckets of the first schema.

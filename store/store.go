@@ -18,6 +18,7 @@ type Store interface {
 	ApprovalLog
 	UsageLedger
 	State
+	Schedules
 	// Close finishes the writes already submitted and releases the
 	// store.
 	Close() error

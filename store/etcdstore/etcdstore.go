@@ -11,12 +11,13 @@
 //	PREFIX/approvals/ID     an approval's audit record, JSON
 //	PREFIX/usage/TOTAL      a usage total, JSON
 //	PREFIX/state/KEY        adapter state, raw bytes (at most store.MaxValue)
+//	PREFIX/schedules/ID     a scheduled prompt, JSON
 //
 // # Writes and fencing
 //
 // Every write is one etcd transaction, built by Store.txn. The writes that
 // read before they write (UpdateConversation, ClearSession, AddUsage,
-// MarkSeen of an expired id) compare the mod revisions of what they read
+// MarkSeen of an expired id, UpdateSchedule) compare the mod revisions of what they read
 // and retry when another writer came between, so concurrent writers on
 // any number of replicas never undo each other. The other writes replace
 // the record whole.

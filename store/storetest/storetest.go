@@ -43,6 +43,8 @@ func Run(t *testing.T, fresh Fresh) {
 		{"Closed", testClosed},
 		{"CloseDuringWrites", testCloseDuringWrites},
 		{"ConcurrentUse", testConcurrentUse},
+		{"Schedules", testSchedules},
+		{"FireSchedule", testFireSchedule},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -520,6 +522,12 @@ func testInvalidArguments(t *testing.T, open func() store.Store) {
 		{"end turn without id", func() error { return s.EndTurn("") }},
 		{"approval without id", func() error { return s.SaveApproval(store.Approval{Tool: "Bash"}) }},
 		{"state without key", func() error { return s.Save("", []byte("v")) }},
+		{"schedule without id", func() error { return s.SaveSchedule(store.Schedule{Prompt: "p"}) }},
+		{"update schedule without id", func() error {
+			_, err := s.UpdateSchedule("", func(*store.Schedule) bool { return true })
+			return err
+		}},
+		{"delete schedule without id", func() error { return s.DeleteSchedule("") }},
 	}
 	for _, tt := range tests {
 		if err := tt.do(); err == nil {
@@ -557,6 +565,14 @@ func testClosed(t *testing.T, open func() store.Store) {
 		"UsageTotals":   func() error { _, err := s.UsageTotals(key("k:w:c"), "u", now); return err },
 		"Load":          func() error { _, err := s.Load("k"); return err },
 		"Save":          func() error { return s.Save("k", []byte("v")) },
+		"SaveSchedule":  func() error { return s.SaveSchedule(store.Schedule{ID: "s"}) },
+		"Schedule":      func() error { _, _, err := s.Schedule("s"); return err },
+		"UpdateSchedule": func() error {
+			_, err := s.UpdateSchedule("s", func(*store.Schedule) bool { return true })
+			return err
+		},
+		"DeleteSchedule": func() error { return s.DeleteSchedule("s") },
+		"AllSchedules":   func() error { _, err := s.AllSchedules(); return err },
 	}
 	for name, call := range calls {
 		if err := call(); !errors.Is(err, store.ErrClosed) {
