@@ -173,7 +173,9 @@ func LoadZone(name string) (*time.Location, error) {
 	return loc, nil
 }
 
-func isQuote(r rune) bool { return r == '"' || r == '\'' || r == '“' || r == '”' || r == '‘' || r == '’' }
+func isQuote(r rune) bool {
+	return r == '"' || r == '\'' || r == '“' || r == '”' || r == '‘' || r == '’'
+}
 
 // quoted cuts a leading quoted string (straight or typographic quotes,
 // which phones put in) off s.
