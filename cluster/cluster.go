@@ -26,6 +26,13 @@ type Replica interface {
 	// must return soon after. Lead returns once ctx is done and fn has
 	// returned.
 	Lead(ctx context.Context, role string, fn func(ctx context.Context))
+	// Serve runs fn while this replica is in the cluster, and again each
+	// time it rejoins, until ctx is done: what every replica does, but only
+	// while it can reach the store (Slack's Socket Mode connection, which
+	// Slack should not send events to while they cannot be kept). fn's
+	// context ends when the membership does. Serve returns once ctx is
+	// done and fn has returned.
+	Serve(ctx context.Context, fn func(ctx context.Context))
 	// Leading reports whether this replica leads role now, for metrics.
 	Leading(role string) bool
 }
@@ -46,6 +53,9 @@ func (l *Local) Lead(ctx context.Context, _ string, fn func(ctx context.Context)
 	fn(ctx)
 	<-ctx.Done()
 }
+
+// Serve runs fn once, then waits for ctx.
+func (l *Local) Serve(ctx context.Context, fn func(ctx context.Context)) { l.Lead(ctx, "", fn) }
 
 func (l *Local) Leading(string) bool { return true }
 

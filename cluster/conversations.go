@@ -122,7 +122,7 @@ func (c *Conversations) state(key store.Key) *owned {
 
 // Admit implements core.Cluster.
 func (c *Conversations) Admit(ctx context.Context, key store.Key, m core.Message, enqueue func(core.Message)) error {
-	sess, _, err := c.member()
+	sess, alive, err := c.member()
 	if err != nil {
 		return err
 	}
@@ -131,6 +131,11 @@ func (c *Conversations) Admit(ctx context.Context, key store.Key, m core.Message
 	if m.Sink != nil {
 		return c.admitStream(ctx, key, o, lease, m, enqueue)
 	}
+	// A platform's receive loop waits for this: not past the membership,
+	// nor past replica_ttl while etcd is slow to answer.
+	ctx, cancel := context.WithTimeout(ctx, c.r.TTL())
+	defer cancel()
+	defer context.AfterFunc(alive, cancel)()
 	id := mailID()
 	m = core.SetMail(m, id)
 	raw, err := json.Marshal(m)

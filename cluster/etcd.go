@@ -268,6 +268,28 @@ func (e *Etcd) Lead(ctx context.Context, role string, fn func(ctx context.Contex
 	}
 }
 
+// Serve runs fn under each membership in turn.
+func (e *Etcd) Serve(ctx context.Context, fn func(ctx context.Context)) {
+	for ctx.Err() == nil {
+		_, alive, err := e.Member(ctx)
+		if err != nil {
+			return
+		}
+		run, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(alive, cancel)
+		fn(run)
+		stop()
+		cancel()
+		if alive.Err() == nil && ctx.Err() == nil {
+			// fn returned on its own: not again under this membership.
+			select {
+			case <-alive.Done():
+			case <-ctx.Done():
+			}
+		}
+	}
+}
+
 func (e *Etcd) lead(role string, on bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -6,6 +6,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/golem-chat/golem/cluster"
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/internal/intake"
 	"github.com/golem-chat/golem/internal/journal"
@@ -53,9 +55,16 @@ type Options struct {
 	// most MaxUpload (Slack's 1 GB).
 	MaxUpload int64
 	// State keeps, across restarts, the messages acked to Slack but not yet
-	// handed on (see internal/journal), under "slack.pending"; nil keeps
-	// them in memory only, so a kill loses those.
-	State core.StateStore
+	// handed on (see internal/journal), under JournalKey (default
+	// "slack.pending"); nil keeps them in memory only, so a kill loses
+	// those. Replicas sharing a store each need a key of their own.
+	State      core.StateStore
+	JournalKey string
+	// Replica, when set, is this golem among replicas: its Socket Mode
+	// connection is open only while the replica is in the cluster, so that
+	// Slack sends the app's events to the other replicas' connections
+	// while this one cannot keep them.
+	Replica cluster.Replica
 	// Streaming is how an answer grows (slack.streaming): StreamEdits
 	// (default) posts it and redraws it with chat.update; StreamNative
 	// streams it as a thread reply with chat.startStream, appendStream and
@@ -231,10 +240,11 @@ func (a *Adapter) Measure(markdown string) int {
 // Start learns the bot's identity with auth.test, then connects Socket Mode
 // and delivers messages to h until ctx is done; slack-go reconnects after a
 // dropped socket or a disconnect request. Every envelope is acked as soon
-// as it arrives, before any slow work, and its message handed to h in its
-// channel's order (see inOrder); a message that cannot be handed on at once
-// is journaled first, and the journal of the last run handed on before the
-// socket opens. Start returns nil after ctx ends and
+// as its message is safe, before any slow work: handed to h (whose Handle
+// keeps it and returns) in its channel's order (see inOrder), or, when it
+// cannot be handed on at once, journaled. The journal of the last run is
+// handed on before the socket opens. With Options.Replica the socket is
+// open only while the replica is in the cluster. Start returns nil after ctx ends and
 // an error when the tokens are refused, once every message still being
 // prepared has been handed on or dropped.
 func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
@@ -250,20 +260,40 @@ func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
 	a.mu.Unlock()
 	a.log.Info("slack: authenticated", "team", auth.TeamID, "bot_user", auth.UserID)
 
-	a.journal = journal.New(journal.Options{Store: a.opts.State, Key: pendingKey, ID: eventID, Logger: a.log})
+	key := cmp.Or(a.opts.JournalKey, pendingKey)
+	a.journal = journal.New(journal.Options{Store: a.opts.State, Key: key, ID: eventID, Logger: a.log})
 	a.in = intake.New(a.journal, func() (core.Handler, context.Context) { return h, ctx })
 	defer a.in.Close()
 	a.replay(ctx, h)
+	if a.opts.Replica == nil {
+		return a.listen(ctx, ctx, h)
+	}
+	var refused error
+	serve, stop := context.WithCancel(ctx)
+	defer stop()
+	a.opts.Replica.Serve(serve, func(member context.Context) {
+		if refused = a.listen(ctx, member, h); refused != nil {
+			stop()
+		} else if ctx.Err() == nil {
+			a.log.Warn("slack: socket closed while this replica is out of the cluster; Slack sends the app's events to the other replicas")
+		}
+	})
+	return refused
+}
+
+// listen runs a Socket Mode connection until conn ends, handing what it
+// brings to h under ctx; an error when the tokens are refused.
+func (a *Adapter) listen(ctx, conn context.Context, h core.Handler) error {
 	sm := socketmode.New(a.client,
 		socketmode.OptionLog(slog.NewLogLogger(a.log.Handler(), slog.LevelDebug)))
 	runErr := make(chan error, 1)
-	go func() { runErr <- sm.RunContext(ctx) }()
+	go func() { runErr <- sm.RunContext(conn) }()
 	for {
 		select {
 		case ev := <-sm.Events:
 			a.onSocketEvent(ctx, sm, h, ev)
 		case err := <-runErr:
-			if ctx.Err() != nil {
+			if conn.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("slack: socket mode: %w", err)
@@ -298,9 +328,9 @@ func (a *Adapter) authenticate(ctx context.Context) (*slackapi.AuthTestResponse,
 	}
 }
 
-// onSocketEvent acks an envelope at once and hands what it carries on; a
-// message that waits before it reaches the handler is journaled before its
-// envelope is acked (see inOrder). It runs on Start's goroutine and must
+// onSocketEvent hands what an envelope carries on and acks it: a message
+// once Handle has kept it, or once it is journaled when it must wait
+// before it reaches the handler (see inOrder); anything else at once. It runs on Start's goroutine and must
 // not block on slow work.
 func (a *Adapter) onSocketEvent(ctx context.Context, sm *socketmode.Client, h core.Handler, ev socketmode.Event) {
 	acked := false

@@ -153,9 +153,12 @@ func TestSlashCommand(t *testing.T) {
 
 // blocker is a handler that holds every message until released, standing
 // for slow work after the event.
+// blocker's Handle holds each message until released, as a slow store
+// write would, and records when it returned.
 type blocker struct {
-	got     chan core.Message
-	release chan struct{}
+	got      chan core.Message
+	release  chan struct{}
+	returned chan time.Time
 }
 
 func (blocker) HandleAction(context.Context, core.Action) core.ActionResult {
@@ -165,26 +168,36 @@ func (blocker) HandleAction(context.Context, core.Action) core.ActionResult {
 func (b blocker) Handle(_ context.Context, m core.Message) {
 	b.got <- m
 	<-b.release
+	b.returned <- time.Now()
 }
 
-func TestAckBeforeHandling(t *testing.T) {
+// An envelope is acked once Handle has kept its message, never before:
+// killed in between, golem gets the event again from Slack.
+func TestAckOnceHandleReturns(t *testing.T) {
 	fake := slacktest.New(slacktest.Options{})
 	defer fake.Close()
 	a, err := New(Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, APIURL: fake.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := blocker{got: make(chan core.Message, 1), release: make(chan struct{})}
+	b := blocker{got: make(chan core.Message, 1), release: make(chan struct{}), returned: make(chan time.Time, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Start(ctx, b) }()
 	defer func() { cancel(); <-done }()
-	defer close(b.release)
 	fake.Wait(10*time.Second, func() bool { return fake.Open() == 1 })
 	d := deliver(t, fake, slacktest.Event{User: "U1", Channel: "C1", Text: mention + " hi"})
 	<-b.got // the handler now holds the message
+	if fake.Wait(500*time.Millisecond, func() bool { _, ok := fake.Acked(d.EnvelopeID); return ok }) {
+		t.Fatal("the envelope was acked before Handle returned")
+	}
+	close(b.release)
+	returned := <-b.returned
 	if !fake.Wait(10*time.Second, func() bool { _, ok := fake.Acked(d.EnvelopeID); return ok }) {
-		t.Fatal("the envelope was not acked while the handler was busy")
+		t.Fatal("the envelope was not acked after Handle returned")
+	}
+	if ack, _ := fake.Acked(d.EnvelopeID); ack.At.Before(returned) {
+		t.Fatalf("acked at %v, before Handle returned at %v", ack.At, returned)
 	}
 }
 

@@ -5,7 +5,7 @@
 //
 // A message with nothing to prepare and nothing before it in its lane goes
 // to the handler at once, on the receive loop (core's Handle does not
-// block). Any other — its files are downloading, or one before it in its
+// block), and the platform is told once Handle has returned. Any other — its files are downloading, or one before it in its
 // lane is — is journaled (internal/journal) before the platform is told it
 // was received (Slack's ack, Telegram's offset, Discord's sequence), then
 // prepared on a goroutine of its own and handed on in its lane's order,
@@ -75,8 +75,11 @@ func (in *Intake) Take(m core.Message, id string, raw json.RawMessage, save bool
 	h, ctx := in.running()
 	l := LaneOf(m)
 	if h != nil && prepare == nil && in.lanes.Idle(l) {
-		confirm()
+		// Handle has made m durable when it returns (its event id seen; with
+		// replicas, m in its conversation's mailbox), so only then is the
+		// platform told: a kill in between and the platform sends it again.
 		h.Handle(ctx, m)
+		confirm()
 		in.j.Done(id) // a replayed one
 		return false
 	}

@@ -50,7 +50,25 @@ type Options struct {
 	// PingInterval is how often the socket pings the client; default 2s.
 	// slack-go reconnects when it hears no ping for 30 s.
 	PingInterval time.Duration
+	// AckTimeout is how long an events_api envelope may go unacknowledged
+	// before the fake sends its event again, as Slack does: in a new
+	// envelope with retry_attempt one higher and retry_reason "timeout",
+	// on another open connection when there is one, at most MaxRetries
+	// times. Default DefaultAckTimeout; negative never redelivers.
+	AckTimeout time.Duration
+	// MaxConnections is how many Socket Mode connections may be open at
+	// once; default DefaultMaxConnections, Slack's limit per app. One more
+	// is told {"type":"disconnect","reason":"too_many_websockets"} and
+	// closed.
+	MaxConnections int
 }
+
+// Slack's delivery rules, which the fake keeps by default.
+const (
+	DefaultAckTimeout     = 3 * time.Second
+	MaxRetries            = 3
+	DefaultMaxConnections = 10
+)
 
 // Call is one Web API call as the fake received it.
 type Call struct {
@@ -130,19 +148,32 @@ type Server struct {
 	tickets     map[string]bool
 	conns       []*wsConn
 	connects    int
+	refused     int // connections refused past MaxConnections
+	turn        int // the connection the next envelope goes to, round robin
 	acks        map[string]Ack
-	users       map[string]User
-	scopes      []string        // the bot token's
-	left        map[string]bool // channels the bot is not in
-	mpims       map[string]bool // channels that are group DMs (GroupDM)
-	holding     map[string]int  // calls held by Failure.Until, per method
-	closed      bool
+	// envEvent is the event id of each events_api envelope pushed;
+	// eventAcked the events one of whose envelopes was acked.
+	envEvent   map[string]string
+	eventAcked map[string]bool
+	pushes     []Push
+	users      map[string]User
+	scopes     []string        // the bot token's
+	left       map[string]bool // channels the bot is not in
+	mpims      map[string]bool // channels that are group DMs (GroupDM)
+	holding    map[string]int  // calls held by Failure.Until, per method
+	closed     bool
 }
 
 // New starts a fake Slack on 127.0.0.1. Call Close when done.
 func New(opts Options) *Server {
 	if opts.PingInterval <= 0 {
 		opts.PingInterval = 2 * time.Second
+	}
+	if opts.AckTimeout == 0 {
+		opts.AckTimeout = DefaultAckTimeout
+	}
+	if opts.MaxConnections <= 0 {
+		opts.MaxConnections = DefaultMaxConnections
 	}
 	s := &Server{
 		opts:    opts,
@@ -152,11 +183,14 @@ func New(opts Options) *Server {
 		pending: map[string]*file{},
 		tickets: map[string]bool{},
 		acks:    map[string]Ack{},
-		users:   map[string]User{BotUserID: {ID: BotUserID, Name: "golem", RealName: "golem", IsBot: true}},
-		scopes:  slices.Clone(DefaultScopes),
-		left:    map[string]bool{},
-		mpims:   map[string]bool{},
-		holding: map[string]int{},
+
+		envEvent:   map[string]string{},
+		eventAcked: map[string]bool{},
+		users:      map[string]User{BotUserID: {ID: BotUserID, Name: "golem", RealName: "golem", IsBot: true}},
+		scopes:     slices.Clone(DefaultScopes),
+		left:       map[string]bool{},
+		mpims:      map[string]bool{},
+		holding:    map[string]int{},
 
 		streamCalls: map[string][]time.Time{},
 	}

@@ -48,7 +48,17 @@ type Ack struct {
 	At         time.Time       `json:"-"`
 }
 
+// Push is one envelope as the fake sent it: on which connection (numbered
+// from 1 in the order they opened) and which attempt of its event.
+type Push struct {
+	EnvelopeID   string
+	EventID      string // empty for slash commands and clicks
+	Conn         int
+	RetryAttempt int
+}
+
 type wsConn struct {
+	id   int
 	c    *websocket.Conn
 	wmu  sync.Mutex
 	once sync.Once
@@ -90,10 +100,19 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	conn := &wsConn{c: c, done: make(chan struct{})}
 	s.mu.Lock()
-	s.conns = append(s.conns, conn)
+	if len(s.conns) >= s.opts.MaxConnections {
+		s.refused++
+		s.notifyLocked()
+		s.mu.Unlock()
+		_ = c.WriteJSON(map[string]any{"type": "disconnect", "reason": "too_many_websockets",
+			"debug_info": map[string]any{"host": "slacktest"}})
+		_ = c.Close()
+		return
+	}
 	s.connects++
+	conn := &wsConn{id: s.connects, c: c, done: make(chan struct{})}
+	s.conns = append(s.conns, conn)
 	n := len(s.conns)
 	s.mu.Unlock()
 	defer func() {
@@ -138,6 +157,9 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 		if _, dup := s.acks[ack.EnvelopeID]; !dup {
 			s.acks[ack.EnvelopeID] = ack
 		}
+		if ev, ok := s.envEvent[ack.EnvelopeID]; ok {
+			s.eventAcked[ev] = true
+		}
 		s.notifyLocked()
 		s.mu.Unlock()
 	}
@@ -148,6 +170,20 @@ func (s *Server) Connects() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.connects
+}
+
+// Refused returns how many connections were told too_many_websockets.
+func (s *Server) Refused() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
+}
+
+// Pushes returns every envelope sent so far, in order.
+func (s *Server) Pushes() []Push {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.pushes)
 }
 
 // Open returns how many Socket Mode connections are open now.
@@ -188,8 +224,9 @@ func (s *Server) openConns() []*wsConn {
 	return slices.Clone(s.conns)
 }
 
-// Deliver pushes ev as an events_api envelope on the newest socket with a
-// fresh event_id. A message without a subtype is also stored in its
+// Deliver pushes ev as an events_api envelope with a fresh event_id on one
+// of the open sockets, in turn, as Slack spreads an app's events over its
+// connections; unacked, it comes again (Options.AckTimeout). A message without a subtype is also stored in its
 // channel, so that the bot can react to it and read its thread.
 func (s *Server) Deliver(ev Event) (Delivery, error) {
 	if ev.Type == "" {
@@ -276,11 +313,21 @@ func (s *Server) Click(user, channel, thread, ts, value string) (Delivery, error
 }
 
 func (s *Server) push(d Delivery) (Delivery, error) {
+	return s.pushAvoiding(d, 0)
+}
+
+// pushAvoiding sends d in a new envelope on the next open connection in
+// turn, other than the one numbered avoid when another is open. An events_api
+// envelope not acked within Options.AckTimeout is sent again.
+func (s *Server) pushAvoiding(d Delivery, avoid int) (Delivery, error) {
 	s.mu.Lock()
 	d.EnvelopeID = s.nextIDLocked("env-")
-	var c *wsConn
-	if len(s.conns) > 0 {
-		c = s.conns[len(s.conns)-1]
+	c := s.nextConnLocked(avoid)
+	if c != nil {
+		s.pushes = append(s.pushes, Push{EnvelopeID: d.EnvelopeID, EventID: d.EventID, Conn: c.id, RetryAttempt: d.RetryAttempt})
+		if d.kind == "events_api" {
+			s.envEvent[d.EnvelopeID] = d.EventID
+		}
 	}
 	s.mu.Unlock()
 	if c == nil {
@@ -293,9 +340,40 @@ func (s *Server) push(d Delivery) (Delivery, error) {
 		if d.RetryAttempt > 0 {
 			env["retry_reason"] = "timeout"
 		}
+		if s.opts.AckTimeout > 0 && d.RetryAttempt < MaxRetries {
+			time.AfterFunc(s.opts.AckTimeout, func() { s.retry(d, c.id) })
+		}
 	}
 	if err := c.write(env); err != nil {
 		return d, errors.Join(ErrNoSocket, err)
 	}
 	return d, nil
+}
+
+// nextConnLocked is the connection the next envelope goes to: the open
+// ones in turn, skipping the one numbered avoid unless it is alone.
+func (s *Server) nextConnLocked(avoid int) *wsConn {
+	for range len(s.conns) {
+		c := s.conns[s.turn%len(s.conns)]
+		s.turn++
+		if c.id != avoid || len(s.conns) == 1 {
+			return c
+		}
+	}
+	return nil
+}
+
+// retry sends d's event again unless one of its envelopes was acked.
+func (s *Server) retry(d Delivery, conn int) {
+	s.mu.Lock()
+	done := s.eventAcked[d.EventID] || s.closed
+	s.mu.Unlock()
+	if done {
+		return
+	}
+	d.RetryAttempt++
+	if _, err := s.pushAvoiding(d, conn); err != nil && d.RetryAttempt < MaxRetries {
+		// No connection took it: Slack tries again later all the same.
+		time.AfterFunc(s.opts.AckTimeout, func() { s.retry(d, conn) })
+	}
 }
