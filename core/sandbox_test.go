@@ -17,7 +17,9 @@ import (
 // TestSandboxChannelOverride: a turn runs in the dispatcher's sandbox with
 // its channel's override: with network allowlist the agent's curl of a host
 // not allowed gets the proxy's refusal naming sandbox.allow_hosts; in a
-// channel whose sandbox says network: open the same curl gets through.
+// channel whose sandbox says network: open the refusal is open's (the
+// host is on this machine's loopback), and the channel's allow_hosts lets
+// it through.
 func TestSandboxChannelOverride(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello from the host") }))
 	defer srv.Close()
@@ -27,7 +29,8 @@ func TestSandboxChannelOverride(t *testing.T) {
 		want    string
 	}{
 		{"allowlist", sandbox.Config{}, "sandbox.allow_hosts"},
-		{"open for the channel", sandbox.Config{Network: sandbox.Open}, "hello from the host"},
+		{"open for the channel", sandbox.Config{Network: sandbox.Open}, "with sandbox.network: open"},
+		{"open and allowed for the channel", sandbox.Config{Network: sandbox.Open, AllowHosts: []string{strings.TrimPrefix(srv.URL, "http://")}}, "hello from the host"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, core.Limits{MaxLen: 4000}, func(o *core.Options) {

@@ -139,21 +139,26 @@ func TestClaudeRealSandboxAllowlist(t *testing.T) {
 	}
 }
 
-// TestClaudeRealSandboxOpen: network open: every host answers; the files
-// stay as closed as ever.
+// TestClaudeRealSandboxOpen: network open: the model API and a host that
+// allow_hosts names answer, while another host on this machine's loopback
+// (where golem's HTTP API listens) gets the proxy's 403; the files stay as
+// closed as ever.
 func TestClaudeRealSandboxOpen(t *testing.T) {
 	t.Parallel()
 	f := newHostFixture(t)
 	c := newRealClaude(t)
 	c.home = f.home
-	sb := sandboxtest.New(t, sandbox.Config{Network: sandbox.Open}, sandbox.Options{Hide: []string{f.store}})
+	sb := sandboxtest.New(t, sandbox.Config{Network: sandbox.Open, AllowHosts: []string{hostOf(f.allowed)}}, sandbox.Options{Hide: []string{f.store}})
 	events, results := realSandboxRun(t, c, f, sb.Turn(sandbox.Config{}, sandbox.Place{Workdir: f.work}), f.work, "")
 	if got := textOf(events); !strings.Contains(got, sandboxDone) {
 		t.Fatalf("answer %q; events: %s", got, realDump(events))
 	}
 	s := checkProbe(t, f, f.work, results)
-	if strings.TrimSpace(s["refused"]) != "hello from the refused host" {
-		t.Errorf("with network open, curl printed %q", s["refused"])
+	if !strings.Contains(s["refused"], "this machine") || strings.Contains(s["refused"], "hello") {
+		t.Errorf("with network open, curl of this machine's loopback printed %q", s["refused"])
+	}
+	if strings.TrimSpace(s["allowed"]) != "hello from the allowed host" {
+		t.Errorf("with network open, curl of an allowed host printed %q", s["allowed"])
 	}
 }
 

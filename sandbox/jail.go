@@ -92,9 +92,10 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 	// agent could unmount the masks (found by review).
 	b.args = []string{"--unshare-user", "--cap-drop", "ALL", "--disable-userns",
 		"--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"}
-	if t.policy.Network != Open {
-		b.args = append(b.args, "--unshare-net")
-	}
+	// No network of its own in any mode: with open too the proxy is the
+	// way out, which keeps this machine's loopback (golem's HTTP API) and
+	// its abstract sockets out of reach.
+	b.args = append(b.args, "--unshare-net")
 	b.args = append(b.args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
 	b.privateRun()
 
@@ -186,7 +187,7 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 	env = append(env, c.StateEnv...)
 	env = append(env, "TMPDIR=/tmp")
 	j := &Jail{turn: t, started: make(chan bool, 1)}
-	if t.policy.Network == Allowlist {
+	if t.policy.Network != None {
 		if err := j.listen(append(slices.Clone(c.APIHosts), t.policy.AllowHosts...)); err != nil {
 			j.Close()
 			return nil, err
@@ -209,7 +210,7 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 	}
 	j.status, j.Extra = r, []*os.File{w}
 	b.args = append(b.args, "--json-status-fd", "3", "--")
-	if t.policy.Network == Allowlist {
+	if t.policy.Network != None {
 		b.args = append(b.args, "/bin/sh", "-c", relayScript, "golem-sandbox", t.s.st.Socat, c.Path)
 	} else {
 		b.args = append(b.args, c.Path)
@@ -245,7 +246,7 @@ func (j *Jail) Mounts() string {
 
 // listen starts the turn's proxy on a socket in a folder of its own.
 func (j *Jail) listen(hosts []string) error {
-	p, err := NewProxy(hosts, j.turn.s.log)
+	p, err := NewProxy(j.turn.policy.Network, hosts, j.turn.s.log)
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)
 	}

@@ -11,14 +11,17 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
-// Proxy is the HTTP proxy an agent's sandbox reaches the network through
-// with network: allowlist: CONNECT tunnels (HTTPS, any TLS) and plain
-// HTTP requests in absolute form, to allowed hosts only. Anything else
-// gets 403 with a body that names sandbox.allow_hosts, and a warn log
-// line with the host alone (never the path, the headers or a body).
+// Proxy is the HTTP proxy an agent's sandbox reaches the network through:
+// CONNECT tunnels (HTTPS, any TLS) and plain HTTP requests in absolute
+// form. With network: allowlist it lets through the allowed hosts only;
+// with network: open every host but this machine itself (see
+// thisMachine), whatever name leads there, unless it is allowed by name.
+// Anything else gets 403 with a body that names the setting, and a warn
+// log line with the host alone (never the path, the headers or a body).
 //
 // It is small on purpose (a CONNECT tunnel is two io.Copy calls; the rest
 // is net/http's own client) rather than a general proxy library: what it
@@ -27,6 +30,11 @@ type Proxy struct {
 	allow []hostRule
 	log   *slog.Logger
 	dial  net.Dialer
+	// open lets through the hosts not allowed too, dialled by guarded,
+	// which refuses an address for which local is true (errLocal).
+	open    bool
+	guarded net.Dialer
+	local   func(net.IP) bool
 	// forward carries plain HTTP requests; no proxy of its own (the
 	// environment's HTTP_PROXY is the agent's business, not golem's).
 	forward *http.Transport
@@ -77,13 +85,14 @@ func parseHostRule(s string) (hostRule, error) {
 	return hostRule{host: host, port: port}, nil
 }
 
-// NewProxy returns a proxy that lets through only hosts (allow_hosts
-// entries, see parseHostRule); bad entries are an error.
-func NewProxy(hosts []string, log *slog.Logger) (*Proxy, error) {
+// NewProxy returns the proxy of network (Allowlist or Open) that lets
+// through hosts (allow_hosts entries, see parseHostRule); bad entries are
+// an error.
+func NewProxy(network Network, hosts []string, log *slog.Logger) (*Proxy, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	p := &Proxy{log: log, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{log: log, conns: map[net.Conn]struct{}{}, open: network == Open}
 	for _, h := range hosts {
 		r, err := parseHostRule(h)
 		if err != nil {
@@ -92,7 +101,17 @@ func NewProxy(hosts []string, log *slog.Logger) (*Proxy, error) {
 		p.allow = append(p.allow, r)
 	}
 	p.dial = net.Dialer{Timeout: 30 * time.Second}
-	p.forward = &http.Transport{DialContext: p.dial.DialContext, Proxy: nil, ForceAttemptHTTP2: false,
+	if p.open {
+		p.local = thisMachine()
+		p.guarded = net.Dialer{Timeout: 30 * time.Second, Control: func(_, address string, _ syscall.RawConn) error {
+			host, _, _ := net.SplitHostPort(address)
+			if ip := net.ParseIP(host); ip == nil || p.local(ip) {
+				return errLocal
+			}
+			return nil
+		}}
+	}
+	p.forward = &http.Transport{DialContext: p.dialAddr, Proxy: nil, ForceAttemptHTTP2: false,
 		MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second, ResponseHeaderTimeout: 10 * time.Minute}
 	return p, nil
 }
@@ -110,6 +129,63 @@ func (p *Proxy) allowed(host string, port int) bool {
 	}
 	return false
 }
+
+// errLocal is the guarded dialer's refusal of an address of this machine.
+var errLocal = errors.New("an address of this machine")
+
+// thisMachine returns whether an IP is this machine's: loopback (where
+// golem's HTTP API listens, and any service that trusts local callers),
+// unspecified (0.0.0.0 is loopback to connect), link-local (the cloud's
+// metadata service at 169.254.169.254 among them), multicast, or an
+// address of one of its interfaces now.
+func thisMachine() func(net.IP) bool {
+	var own []net.IP
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok {
+				own = append(own, n.IP)
+			}
+		}
+	}
+	return func(ip net.IP) bool {
+		if ip.IsLoopback() || ip.IsUnspecified() || ip.IsLinkLocalUnicast() || ip.IsMulticast() {
+			return true
+		}
+		for _, o := range own {
+			if o.Equal(ip) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// dialTo dials host:port for the agent: an allowed host as it is named,
+// another one (network: open) unless it resolves to this machine only
+// (errLocal); errNotAllowed with network: allowlist.
+func (p *Proxy) dialTo(ctx context.Context, host string, port int) (net.Conn, error) {
+	addr := net.JoinHostPort(strings.Trim(host, "[]"), strconv.Itoa(port))
+	switch {
+	case p.allowed(host, port):
+		return p.dial.DialContext(ctx, "tcp", addr)
+	case p.open:
+		return p.guarded.DialContext(ctx, "tcp", addr)
+	}
+	return nil, errNotAllowed
+}
+
+// errNotAllowed is dialTo's refusal of a host not allowed.
+var errNotAllowed = errors.New("not an allowed host")
+
+// dialAddr is the forwarding transport's dialer.
+func (p *Proxy) dialAddr(ctx context.Context, _, addr string) (net.Conn, error) {
+	host, port := splitTarget(addr, 80)
+	return p.dialTo(ctx, host, port)
+}
+
+// refused reports whether a dial's error is a refusal (a 403), not a
+// failure to reach the host (a 502).
+func refused(err error) bool { return errors.Is(err, errLocal) || errors.Is(err, errNotAllowed) }
 
 // Serve answers proxy requests on l until Close.
 func (p *Proxy) Serve(l net.Listener) error {
@@ -145,7 +221,12 @@ func (p *Proxy) Close() error {
 
 // refusal is the body of a 403: it names the setting, so that the agent can
 // tell the person what to ask for.
-func refusal(host string) string {
+func (p *Proxy) refusal(host string) string {
+	if p.open {
+		return "golem's sandbox refused " + host + ": with sandbox.network: open the agent may reach any host but this machine " +
+			"itself (its loopback, link-local and own addresses, where golem's HTTP API listens), unless sandbox.allow_hosts " +
+			"(or channels.<platform:channel>.sandbox.allow_hosts) names it. Ask the operator to add " + host + " there.\n"
+	}
 	return "golem's sandbox refused " + host + ": the agent may reach only its model API and the hosts in sandbox.allow_hosts " +
 		"(or channels.<platform:channel>.sandbox.allow_hosts). Ask the operator to add " + host +
 		" there, or to set sandbox.network: open for this channel.\n"
@@ -156,7 +237,7 @@ func (p *Proxy) refuse(w http.ResponseWriter, host string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Connection", "close")
 	w.WriteHeader(http.StatusForbidden)
-	io.WriteString(w, refusal(host))
+	io.WriteString(w, p.refusal(host))
 }
 
 // ServeHTTP implements http.Handler.
@@ -170,7 +251,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	host, port := splitTarget(r.URL.Host, 80)
-	if !p.allowed(host, port) {
+	if !p.open && !p.allowed(host, port) {
 		p.refuse(w, host)
 		return
 	}
@@ -178,6 +259,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out.RequestURI = ""
 	removeHopHeaders(out.Header)
 	resp, err := p.forward.RoundTrip(out)
+	if refused(err) {
+		p.refuse(w, host)
+		return
+	}
 	if err != nil {
 		http.Error(w, "golem's sandbox proxy: "+err.Error(), http.StatusBadGateway)
 		return
@@ -194,13 +279,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // connect opens a tunnel to an allowed host:port.
 func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	host, port := splitTarget(r.Host, 443)
-	if !p.allowed(host, port) {
+	if !p.open && !p.allowed(host, port) {
 		p.refuse(w, host)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-	up, err := p.dial.DialContext(ctx, "tcp", net.JoinHostPort(strings.Trim(host, "[]"), strconv.Itoa(port)))
+	up, err := p.dialTo(ctx, host, port)
 	cancel()
+	if refused(err) {
+		p.refuse(w, host)
+		return
+	}
 	if err != nil {
 		http.Error(w, "golem's sandbox proxy: "+err.Error(), http.StatusBadGateway)
 		return

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -56,7 +57,7 @@ func TestProxy(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") }))
 	defer srv.Close()
 	host, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
-	p, err := NewProxy([]string{host + ":" + port, "localhost:1"}, slog.New(slog.DiscardHandler))
+	p, err := NewProxy(Allowlist, []string{host + ":" + port, "localhost:1"}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,4 +125,129 @@ func TestProxy(t *testing.T) {
 		t.Error("the tunnel stayed open after Close")
 	}
 	c.Close()
+}
+
+// serveProxy serves p on a Unix socket until the test ends and returns a
+// client that goes through it.
+func serveProxy(t *testing.T, p *Proxy) (*http.Client, string) {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "proxy.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Serve(l)
+	t.Cleanup(func() { p.Close() })
+	return &http.Client{Transport: &http.Transport{
+		Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: "proxy"}),
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
+	}}, sock
+}
+
+// TestProxyOpen: with network: open the proxy refuses this machine, by
+// IP or by a name that leads there (localhost), through CONNECT and
+// forwarding alike, with a 403 naming sandbox.allow_hosts; a host of this
+// machine that allow_hosts names gets through; and a host not named gets
+// through as long as it is not this machine's (here the guard is told
+// that 127.0.0.1 is not: every test talks only to 127.0.0.1).
+func TestProxyOpen(t *testing.T) {
+	hello := func(name string) (*httptest.Server, string) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello from "+name) }))
+		t.Cleanup(srv.Close)
+		return srv, strings.TrimPrefix(srv.URL, "http://")
+	}
+	api, apiAddr := hello("golem's API")
+	_, allowedAddr := hello("an allowed host")
+	_, port, _ := net.SplitHostPort(apiAddr)
+	var log logs
+	p, err := NewProxy(Open, []string{allowedAddr}, slog.New(slog.NewTextHandler(&log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, sock := serveProxy(t, p)
+	get := func(u string) (int, string) {
+		t.Helper()
+		resp, err := client.Get(u)
+		if err != nil {
+			t.Fatalf("GET %s: %v", u, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	connect := func(target string) int {
+		t.Helper()
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, "CONNECT "+target+" HTTP/1.1\r\nHost: "+target+"\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode
+	}
+	for _, u := range []string{api.URL, "http://localhost:" + port, "http://0.0.0.0:" + port, "http://[::1]:" + port} {
+		if code, body := get(u + "/v1/chat"); code != 403 || !strings.Contains(body, "this machine") || !strings.Contains(body, "sandbox.allow_hosts") {
+			t.Errorf("GET %s: %d %q, want the 403 of this machine", u, code, body)
+		}
+	}
+	for _, target := range []string{apiAddr, "localhost:" + port} {
+		if code := connect(target); code != 403 {
+			t.Errorf("CONNECT %s: %d, want 403", target, code)
+		}
+	}
+	if l := log.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, "host=localhost") || strings.Contains(l, "/v1/chat") {
+		t.Errorf("the refusals' log: %s", l)
+	}
+	if code, body := get("http://" + allowedAddr + "/"); code != 200 || body != "hello from an allowed host" {
+		t.Errorf("a host of this machine that allow_hosts names: %d %q", code, body)
+	}
+	if code := connect(allowedAddr); code != 200 {
+		t.Errorf("CONNECT to an allowed host: %d", code)
+	}
+
+	// A proxy for which 127.0.0.1 stands for a host elsewhere.
+	p, err = NewProxy(Open, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.local = func(net.IP) bool { return false }
+	client, sock = serveProxy(t, p)
+	if code, body := get(api.URL + "/"); code != 200 || body != "hello from golem's API" {
+		t.Errorf("a host not named, elsewhere: %d %q", code, body)
+	}
+	if code := connect(apiAddr); code != 200 {
+		t.Errorf("CONNECT to a host not named, elsewhere: %d", code)
+	}
+}
+
+// TestThisMachine: the addresses network: open refuses.
+func TestThisMachine(t *testing.T) {
+	local := thisMachine()
+	mine := []string{"127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1", "0.0.0.0", "::", "169.254.169.254", "fe80::1", "224.0.0.1"}
+	if addrs, _ := net.InterfaceAddrs(); len(addrs) > 0 {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok {
+				mine = append(mine, n.IP.String())
+			}
+		}
+	}
+	for _, s := range mine {
+		if !local(net.ParseIP(s)) {
+			t.Errorf("%s is this machine's, and was let through", s)
+		}
+	}
+	for _, s := range []string{"192.0.2.10", "198.51.100.7", "2001:db8::5", "10.255.255.254"} {
+		if slices.Contains(mine, s) {
+			continue // this one is, here
+		}
+		if local(net.ParseIP(s)) {
+			t.Errorf("%s is elsewhere, and was refused", s)
+		}
+	}
 }

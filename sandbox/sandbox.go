@@ -40,7 +40,9 @@ const (
 	// Allowlist: no network of the sandbox's own; golem's proxy lets
 	// through the engine's model API and allow_hosts.
 	Allowlist Network = "allowlist"
-	// Open: the host's network.
+	// Open: no network of the sandbox's own either; golem's proxy lets
+	// through every host but this machine's own addresses (loopback,
+	// link-local, its interfaces'), unless allow_hosts names them.
 	Open Network = "open"
 	// None: no network at all, the model API included.
 	None Network = "none"
@@ -209,7 +211,7 @@ func New(ctx context.Context, cfg Config, o Options) (*Sandbox, error) {
 		if _, ok := modes[c.Mode]; !ok {
 			modes[c.Mode] = key
 		}
-		if c.Mode != ModeOff && c.Network == Allowlist && needSocat == "" {
+		if c.Mode != ModeOff && c.Network != None && needSocat == "" {
 			needSocat = key
 		}
 	}
@@ -228,7 +230,7 @@ func New(ctx context.Context, cfg Config, o Options) (*Sandbox, error) {
 	s.st = probe(ctx)
 	why := s.st.Err
 	if why == nil && needSocat != "" && s.st.Socat == "" {
-		why = fmt.Errorf("%s.network: allowlist needs socat inside the sandbox, and it is not installed: install it (`apt-get install socat`), or set the network to open or none", needSocat)
+		why = fmt.Errorf("%s.network: allowlist and open need socat inside the sandbox (the way to golem's proxy), and it is not installed: install it (`apt-get install socat`), or set the network to none", needSocat)
 	}
 	if why != nil {
 		if key, ok := modes[ModeOn]; ok {

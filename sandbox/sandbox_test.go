@@ -228,7 +228,7 @@ unshare -Urm true 2>/dev/null || echo no-nested-namespace
 // TestNetwork: allowlist lets through the model API host and allow_hosts
 // (by IP and port) through golem's proxy, and refuses the rest with a 403
 // naming sandbox.allow_hosts and a warn log with the host only; none has
-// no network; open has the host's.
+// no network; open lets through every host but this machine's own.
 func TestNetwork(t *testing.T) {
 	f := newFixture(t)
 	hello := func(name string) *httptest.Server {
@@ -273,7 +273,27 @@ func TestNetwork(t *testing.T) {
 	if got := curl(s.Turn(Config{Network: None}, place), api.URL, hostport(api)); strings.Contains(got, "hello") {
 		t.Errorf("network none reached the model API: %q", got)
 	}
-	if got := curl(s.Turn(Config{Network: Open}, place), refused.URL); got != "hello from refused" {
-		t.Errorf("network open: %q", got)
+	// Open: any host but this machine's own (every test server here is on
+	// its loopback, as golem's HTTP API is), unless allow_hosts names it;
+	// the way out is the proxy, so a tool that ignores it reaches nothing.
+	open := s.Turn(Config{Network: Open}, place)
+	if got := curl(open, refused.URL); !strings.Contains(got, "this machine") || strings.Contains(got, "hello") {
+		t.Errorf("network open reached this machine's loopback: %q", got)
+	}
+	if got := curl(open, api.URL, hostport(api)); got != "hello from api" {
+		t.Errorf("network open, the model API: %q", got)
+	}
+	if got := curl(open, allowed.URL); got != "hello from allowed" {
+		t.Errorf("network open, a host of this machine that allow_hosts names: %q", got)
+	}
+	j, err := open.Wrap(Command{Path: "/usr/bin/curl", Args: []string{"-sS", "-m", "20", "--noproxy", "*", allowed.URL}, Env: f.env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	cmd := exec.Command(j.Path, j.Args...)
+	cmd.Env, cmd.ExtraFiles = j.Env, j.Extra
+	if out, err := cmd.CombinedOutput(); err == nil || strings.Contains(string(out), "hello") {
+		t.Errorf("network open, a curl that ignores the proxy: %q, %v", out, err)
 	}
 }

@@ -243,7 +243,7 @@ func checkEngine(ctx context.Context, e engineToCheck, probe time.Duration) find
 
 // checkSandbox says whether golem's sandbox works here as sandbox: asks:
 // bubblewrap found and able to make a sandbox, socat for network:
-// allowlist. With mode on a missing piece fails (golem would refuse to
+// allowlist and open. With mode on a missing piece fails (golem would refuse to
 // start); with auto it is a note, since agents then run unsandboxed.
 func checkSandbox(ctx context.Context, cfg config.Config) finding {
 	f := finding{name: "sandbox"}
@@ -262,7 +262,7 @@ func checkSandbox(ctx context.Context, cfg config.Config) finding {
 	default:
 		f.v = pass
 		f.text = "bubblewrap works (" + st.Bwrap + "); network: " + string(cfg.Sandbox.Network)
-		if cfg.Sandbox.Network == sandbox.Allowlist && st.Socat != "" {
+		if cfg.Sandbox.Network != sandbox.None && st.Socat != "" {
 			f.text += " through golem's proxy (socat " + st.Socat + ")"
 		}
 	}
