@@ -121,7 +121,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 		run, err = eng.Run(turnCtx, engine.Turn{
 			Prompt: prompt, SessionID: conv.SessionID, Model: set.model, Workdir: ws.Dir, Files: files,
 			OnStart: out.started, Mode: set.mode,
-			Sandbox: d.opts.Sandbox.Turn(set.sandbox, sandbox.Place{Workdir: ws.Dir, Tree: ws.Tree, Repo: ws.Repo, Files: files}),
+			Sandbox: d.opts.Sandbox.Turn(set.sandbox, sandbox.Place{Workdir: ws.Dir, Tree: ws.Tree, Repo: ws.Repo, Branch: ws.Branch, Files: files}),
 		})
 	}
 	startErr := err

@@ -213,7 +213,7 @@ func TestClaudeRealSandboxWorktree(t *testing.T) {
 		"echo '" + probeMark + "commit'; git add made-by-agent.txt && git -c user.name=agent -c user.email=a@a commit -q -m 'by the agent' && echo committed",
 		"echo '" + probeMark + "theirs'; cat " + theirs + "/theirs.txt 2>&1; git update-ref refs/heads/golem/theirs HEAD 2>&1; echo x >> " + f.work + "/README 2>&1",
 	}, "\n")
-	events, results := realSandboxRun(t, c, f, sb.Turn(sandbox.Config{}, sandbox.Place{Workdir: mine, Tree: mine, Repo: f.work}), mine, extra)
+	events, results := realSandboxRun(t, c, f, sb.Turn(sandbox.Config{}, sandbox.Place{Workdir: mine, Tree: mine, Repo: f.work, Branch: "golem/mine"}), mine, extra)
 	if got := textOf(events); !strings.Contains(got, sandboxDone) {
 		t.Fatalf("answer %q; events: %s", got, realDump(events))
 	}

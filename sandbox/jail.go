@@ -121,7 +121,7 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 	var git gitPaths
 	if pl.Tree != "" {
 		var err error
-		if git, err = worktreeGit(pl.Tree); err != nil {
+		if git, err = worktreeGit(pl.Tree, pl.Branch); err != nil {
 			return nil, fmt.Errorf("sandbox: worktree %s: %w", pl.Tree, err)
 		}
 		b.mask(filepath.Dir(pl.Tree))                  // the other conversations' worktrees
@@ -145,6 +145,13 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 		}
 		if git.reflog != "" {
 			b.bind(git.reflog)
+		}
+		// What says where the worktree's repository is stays as it is: a
+		// commondir or .git file turned elsewhere would have golem's own
+		// git (outside the sandbox) run a repository of the agent's making
+		// (its hooks, its core.fsmonitor).
+		for _, f := range git.pointers {
+			b.roBind(f)
 		}
 	} else {
 		b.bind(pl.Workdir)
@@ -453,10 +460,17 @@ type gitPaths struct {
 	refDir    string   // the folder of its branch's ref (refs/heads/golem)
 	otherRefs []string // the other refs in that folder
 	reflog    string   // its branch's reflog, when there is one
+	// pointers are the files that tie the worktree to its repository:
+	// its .git file, and gitdir, commondir and config.worktree in dir.
+	pointers []string
 }
 
-// worktreeGit reads tree's .git file, its commondir and HEAD.
-func worktreeGit(tree string) (gitPaths, error) {
+// worktreeGit reads tree's .git file and its commondir; branch is the
+// worktree's (golem/<name>), "" for none (a detached HEAD commits into
+// the worktree's own folder only). An empty config.worktree is made
+// where there is none, so that the agent cannot make one (git reads it
+// with extensions.worktreeConfig).
+func worktreeGit(tree, branch string) (gitPaths, error) {
 	var g gitPaths
 	b, err := os.ReadFile(filepath.Join(tree, ".git"))
 	if err != nil {
@@ -478,13 +492,21 @@ func worktreeGit(tree string) (gitPaths, error) {
 		common = filepath.Join(g.dir, common)
 	}
 	g.common = filepath.Clean(common)
-	head, err := os.ReadFile(filepath.Join(g.dir, "HEAD"))
-	if err != nil {
-		return g, err
+	g.pointers = []string{filepath.Join(tree, ".git")}
+	for _, name := range []string{"gitdir", "commondir", "config.worktree"} {
+		p := filepath.Join(g.dir, name)
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) && name == "config.worktree" {
+			if err := os.WriteFile(p, nil, 0o644); err != nil {
+				return g, err
+			}
+		}
+		if isFile(p) {
+			g.pointers = append(g.pointers, p)
+		}
 	}
-	ref, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: ")
-	if !ok || !strings.HasPrefix(ref, "refs/heads/") || strings.Contains(ref, "..") {
-		return g, nil // a detached HEAD commits into the worktree's own folder only
+	ref := "refs/heads/" + branch
+	if branch == "" || strings.Contains(branch, "..") || filepath.Clean(ref) != ref {
+		return g, nil
 	}
 	g.refDir = filepath.Join(g.common, filepath.Dir(ref))
 	if err := os.MkdirAll(g.refDir, 0o755); err != nil {

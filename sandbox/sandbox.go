@@ -259,6 +259,11 @@ type Place struct {
 	// isolation: worktree, "" when shared; Repo is the configured
 	// folder it is made from (the main checkout, or a folder in it).
 	Tree, Repo string
+	// Branch is the worktree's branch (golem/<name>), the one ref the
+	// agent may move. It is golem's word, not the worktree's HEAD, which
+	// the agent writes: a HEAD turned to main must not make main's ref
+	// writable in the next turn.
+	Branch string
 	// Files are the turn's attachments, in Workdir's inbox/.
 	Files []string
 }

@@ -39,7 +39,7 @@ func TestWorktree(t *testing.T) {
 	status := git(t, repo, "status", "--porcelain")
 
 	s := need(t, Config{Network: None}, Options{Hide: []string{f.store, f.config}})
-	turn := s.Turn(Config{}, Place{Workdir: mine, Tree: mine, Repo: repo})
+	turn := s.Turn(Config{}, Place{Workdir: mine, Tree: mine, Repo: repo, Branch: "golem/mine"})
 	env := append(f.env, "GIT_AUTHOR_NAME=agent", "GIT_AUTHOR_EMAIL=a@a", "GIT_COMMITTER_NAME=agent", "GIT_COMMITTER_EMAIL=a@a")
 	out, err := run(t, turn, env, `
 echo change > work.txt && git add work.txt && git commit -q -m "agent's commit" && echo committed
@@ -69,5 +69,60 @@ ls `+root+`
 	}
 	if got := git(t, repo, "status", "--porcelain"); got != status {
 		t.Errorf("the main checkout changed: %s", got)
+	}
+}
+
+// TestWorktreePointers: the files that tie the worktree to its repository
+// (its .git file; gitdir, commondir and config.worktree in its
+// .git/worktrees/<name>) stay as they are, while a commit still works;
+// and a HEAD the agent turns to main does not make main's ref writable in
+// the next turn, which takes golem's word for the branch.
+func TestWorktreePointers(t *testing.T) {
+	f := newFixture(t)
+	repo := f.work
+	git(t, repo, "init", "-q", "-b", "main")
+	git(t, repo, "add", "README")
+	git(t, repo, "commit", "-q", "-m", "first")
+	mine := filepath.Join(f.store, "worktrees", "repo-1", "mine")
+	git(t, repo, "worktree", "add", "-q", "-b", "golem/mine", mine)
+	admin := filepath.Join(repo, ".git", "worktrees", "mine")
+	pointers := []string{filepath.Join(mine, ".git"), filepath.Join(admin, "gitdir"), filepath.Join(admin, "commondir"), filepath.Join(admin, "config.worktree")}
+	main := git(t, repo, "rev-parse", "main")
+
+	s := need(t, Config{Network: None}, Options{Hide: []string{f.store, f.config}})
+	place := Place{Workdir: mine, Tree: mine, Repo: repo, Branch: "golem/mine"}
+	env := append(f.env, "GIT_AUTHOR_NAME=agent", "GIT_AUTHOR_EMAIL=a@a", "GIT_COMMITTER_NAME=agent", "GIT_COMMITTER_EMAIL=a@a")
+	script := "echo change > work.txt && git add work.txt && git commit -q -m \"agent's commit\" && echo committed\n"
+	for _, p := range pointers {
+		script += "echo /elsewhere > " + p + " 2>/dev/null && echo 'wrote " + p + "' || echo 'kept " + p + "'\n"
+	}
+	script += "git symbolic-ref HEAD refs/heads/main && echo head-turned\n"
+	out, err := run(t, s.Turn(Config{}, place), env, script)
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, want := range []string{"committed", "head-turned"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, p := range pointers {
+		if !strings.Contains(out, "kept "+p) {
+			t.Errorf("the agent wrote %s:\n%s", p, out)
+		}
+		if b, _ := os.ReadFile(p); strings.Contains(string(b), "/elsewhere") {
+			t.Errorf("%s now holds %q", p, b)
+		}
+	}
+	if got := git(t, repo, "log", "-1", "--format=%s", "golem/mine"); got != "agent's commit" {
+		t.Errorf("golem/mine's last commit is %q, want the agent's", got)
+	}
+
+	out, err = run(t, s.Turn(Config{}, place), env, "git update-ref refs/heads/main golem/mine 2>/dev/null && echo moved-main || echo main-readonly\n")
+	if err != nil || !strings.Contains(out, "main-readonly") {
+		t.Errorf("the next turn, HEAD on main: %v: %s", err, out)
+	}
+	if got := git(t, repo, "rev-parse", "main"); got != main {
+		t.Errorf("main moved to %s", got)
 	}
 }
