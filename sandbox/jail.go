@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Command is an agent's CLI as the engine would start it unsandboxed.
@@ -39,7 +42,12 @@ type Jail struct {
 	Path  string   // bwrap
 	Args  []string // without argv[0]
 	Env   []string
-	Extra []*os.File // ExtraFiles of the process: fd 3 is bwrap's status pipe
+	Extra []*os.File // ExtraFiles of the process: fd 3 is bwrap's status pipe, fd 4 its arguments
+
+	// mounts are bwrap's own arguments, which it reads from fd 4 (--args)
+	// rather than its command line: in the sandbox that is /proc/1/cmdline,
+	// and it names every hidden path.
+	mounts []string
 
 	status  *os.File // read end of the status pipe
 	started chan bool
@@ -216,14 +224,21 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 		return nil, fmt.Errorf("sandbox: status pipe: %w", err)
 	}
 	j.status, j.Extra = r, []*os.File{w}
-	b.args = append(b.args, "--json-status-fd", "3", "--")
-	if t.policy.Network != None {
-		b.args = append(b.args, "/bin/sh", "-c", relayScript, "golem-sandbox", t.s.st.Socat, c.Path)
-	} else {
-		b.args = append(b.args, c.Path)
+	j.mounts = append(b.args, "--json-status-fd", "3")
+	argFile, err := argsFile(j.mounts)
+	if err != nil {
+		j.Close()
+		return nil, fmt.Errorf("sandbox: bubblewrap's arguments: %w", err)
 	}
-	b.args = append(b.args, c.Args...)
-	j.Path, j.Args, j.Env = t.s.st.Bwrap, b.args, env
+	j.Extra = append(j.Extra, argFile)
+	args := []string{"--args", "4", "--"}
+	if t.policy.Network != None {
+		args = append(args, "/bin/sh", "-c", relayScript, "golem-sandbox", t.s.st.Socat, c.Path)
+	} else {
+		args = append(args, c.Path)
+	}
+	args = append(args, c.Args...)
+	j.Path, j.Args, j.Env = t.s.st.Bwrap, args, env
 	go j.watch()
 	t.s.mu.Lock()
 	t.s.runs++
@@ -244,11 +259,30 @@ read -r ready < ` + proxyMount + `/relay.go
 exec "$@"`
 
 // Mounts is bwrap's arguments up to the command, for a debug log.
-func (j *Jail) Mounts() string {
-	if i := slices.Index(j.Args, "--"); i >= 0 {
-		return strings.Join(j.Args[:i], " ")
+func (j *Jail) Mounts() string { return strings.Join(j.mounts, " ") }
+
+// argsFile returns a memory file holding args as bwrap's --args reads
+// them (each ended by a NUL), at its start.
+func argsFile(args []string) (*os.File, error) {
+	fd, err := unix.MemfdCreate("golem-bwrap-args", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, err
 	}
-	return strings.Join(j.Args, " ")
+	f := os.NewFile(uintptr(fd), "golem-bwrap-args")
+	var buf strings.Builder
+	for _, a := range args {
+		buf.WriteString(a)
+		buf.WriteByte(0)
+	}
+	if _, err := io.WriteString(f, buf.String()); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // listen starts the turn's proxy on a socket in a folder of its own.

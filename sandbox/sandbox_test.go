@@ -297,3 +297,29 @@ func TestNetwork(t *testing.T) {
 		t.Errorf("network open, a curl that ignores the proxy: %q, %v", out, err)
 	}
 }
+
+// TestProcesses: what the agent finds in its /proc of golem and of the
+// sandbox: no process's command line names a hidden path or a mount
+// (bwrap reads its arguments from a file, not argv, and bwrap is the
+// sandbox's pid 1), and no process's environment holds golem's (the test
+// process stands for golem: its variables hold a token).
+func TestProcesses(t *testing.T) {
+	f := newFixture(t)
+	t.Setenv("SLACK_BOT_TOKEN", "xoxb-golems-own")
+	s := need(t, Config{}, Options{Hide: []string{f.store, f.config}})
+	out, err := run(t, s.Turn(Config{}, Place{Workdir: f.work}), f.env, `
+echo "pid1: $(tr '\0' ' ' < /proc/1/cmdline)"
+for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline; echo; tr '\0' '\n' < $p/environ; done 2>/dev/null
+`)
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !strings.Contains(out, "pid1: ") || !strings.Contains(out, "bwrap") {
+		t.Fatalf("the sandbox's pid 1 is not bwrap:\n%s", out)
+	}
+	for _, leak := range []string{f.store, f.config, "--ro-bind", "--tmpfs", "--unshare", "xoxb-golems-own"} {
+		if strings.Contains(out, leak) {
+			t.Errorf("the agent's /proc shows %q:\n%s", leak, out)
+		}
+	}
+}
