@@ -59,6 +59,10 @@ type Jail struct {
 	once              sync.Once
 }
 
+// agentID is the uid and gid of the agent inside the sandbox when golem
+// runs as root: nobody's, which every system has in /etc/passwd.
+const agentID = "65534"
+
 // relayPort is the TCP port inside the sandbox where socat hands
 // connections to golem's proxy socket; each sandbox has its own loopback.
 const relayPort = 3128
@@ -100,6 +104,13 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 	// agent could unmount the masks (found by review).
 	b.args = []string{"--unshare-user", "--cap-drop", "ALL", "--disable-userns",
 		"--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"}
+	if os.Geteuid() == 0 {
+		// Not root inside either: tools that trust uid 0 (or refuse it)
+		// see nobody. It stands for root outside, so what root owns (the
+		// CLI's state folders, $HOME) is still its own to read and write
+		// where the mounts allow; no capability comes with it.
+		b.args = append(b.args, "--uid", agentID, "--gid", agentID)
+	}
 	// No network of its own in any mode: with open too the proxy is the
 	// way out, which keeps this machine's loopback (golem's HTTP API) and
 	// its abstract sockets out of reach.

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -321,5 +322,38 @@ for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline; echo; tr '\0' '\n' < $p/envi
 		if strings.Contains(out, leak) {
 			t.Errorf("the agent's /proc shows %q:\n%s", leak, out)
 		}
+	}
+}
+
+// TestNotRoot: the agent is not root inside, even when golem is (then it
+// is nobody, 65534); it still reads and writes what golem's user owns
+// where the mounts allow: its working directory and a 0600 file of golem's.
+func TestNotRoot(t *testing.T) {
+	f := newFixture(t)
+	os.WriteFile(filepath.Join(f.home, "private"), []byte("golem's own"), 0o600)
+	s := need(t, Config{Network: None}, Options{})
+	out, err := run(t, s.Turn(Config{}, Place{Workdir: f.work}), f.env, fmt.Sprintf(`
+echo "uid=$(id -u) gid=$(id -g)"
+cat %s/private; echo
+echo x > %s/by-agent && echo wrote-workdir
+`, f.home, f.work))
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want := fmt.Sprintf("uid=%d gid=%d", os.Geteuid(), os.Getegid())
+	if os.Geteuid() == 0 {
+		want = "uid=65534 gid=65534"
+	}
+	for _, w := range []string{want, "golem's own", "wrote-workdir"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	fi, err := os.Stat(filepath.Join(f.work, "by-agent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != os.Geteuid() {
+		t.Errorf("the agent's file is owned by %d on the host, want golem's %d", st.Uid, os.Geteuid())
 	}
 }
