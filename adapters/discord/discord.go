@@ -14,6 +14,7 @@
 package discord
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +28,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 	"github.com/gorilla/websocket"
 
+	"github.com/golem-chat/golem/cluster"
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/internal/intake"
 	"github.com/golem-chat/golem/internal/journal"
@@ -42,9 +44,16 @@ type Options struct {
 	Logger *slog.Logger
 	// State keeps, across restarts, the messages taken from the gateway
 	// but not yet handed on (see internal/journal), under
-	// "discord.pending"; nil keeps them in memory only, so a kill loses
-	// those.
-	State core.StateStore
+	// JournalKey (default "discord.pending"); nil keeps them in memory
+	// only, so a kill loses those. Replicas sharing a store each need a
+	// key of their own.
+	State      core.StateStore
+	JournalKey string
+	// Replica, when set, is this golem among replicas: it holds the
+	// gateway only while it leads "discord", and keeps the gateway session
+	// in State (see leader.go), so that the next leader resumes it and
+	// gets again every event Discord sent meanwhile.
+	Replica cluster.Replica
 
 	// ChannelLimit requests per ChannelWindow may create or edit messages
 	// in one channel (edits included); default 5 per 5 s, Discord's
@@ -92,6 +101,7 @@ type Adapter struct {
 	// once, at the first READY.
 	journal  *journal.Journal
 	replayed sync.Once
+	saver    *sessionSaver // the leader's, among replicas; guarded by mu
 
 	asked asked     // the gateway's objects of messages handed on, for History
 	nicks nicknames // the guild nicknames of the authors the gateway showed
@@ -155,7 +165,7 @@ func New(opts Options) (*Adapter, error) {
 		threads:      map[string]string{},
 		flat:         map[string]bool{},
 	}
-	a.journal = journal.New(journal.Options{Store: opts.State, Key: pendingKey, ID: messageID, Logger: log})
+	a.journal = journal.New(journal.Options{Store: opts.State, Key: cmp.Or(opts.JournalKey, pendingKey), ID: messageID, Logger: log})
 	a.in = intake.New(a.journal, func() (core.Handler, context.Context) {
 		h, ctx, _ := a.running()
 		return h, ctx
@@ -223,16 +233,24 @@ func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
 	var registering sync.WaitGroup
 	defer registering.Wait()
 	defer cancel() // a fatal error ends the registration too
-	err := a.runGateway(ctx, func() {
-		// The gateway goes on being read (heartbeat ACKs, events) meanwhile.
-		registering.Add(1)
-		go func() {
-			defer registering.Done()
-			if err := a.registerCommands(ctx); err != nil && ctx.Err() == nil {
-				a.log.Error("register slash commands", "err", err)
-			}
-		}()
-	})
+	gateway := func(ctx context.Context, s *gatewaySession) error {
+		return a.runGateway(ctx, s, func() {
+			// The gateway goes on being read (heartbeat ACKs, events) meanwhile.
+			registering.Add(1)
+			go func() {
+				defer registering.Done()
+				if err := a.registerCommands(ctx); err != nil && ctx.Err() == nil {
+					a.log.Error("register slash commands", "err", err)
+				}
+			}()
+		})
+	}
+	var err error
+	if a.opts.Replica == nil {
+		err = gateway(ctx, &gatewaySession{})
+	} else {
+		err = a.lead(ctx, gateway)
+	}
 	a.stop()
 	return err
 }

@@ -46,6 +46,7 @@ type gatewaySession struct {
 	resumeURL string
 	url       string // GET /gateway's answer, asked once
 	seq       atomic.Int64
+	saved     time.Time // when it was last handed to the store (leader.go)
 }
 
 // forget drops the session (op 9 with d false, close 4007 or 4009): the
@@ -217,19 +218,18 @@ func gatewayVerdict(err error) retry.Verdict {
 // Discord ended (op 9 with d false, close 4007 or 4009) is identified
 // afresh after a wait of 1 to 5 s. connected is called once, after the
 // first READY.
-func (a *Adapter) runGateway(ctx context.Context, connected func()) error {
-	var s gatewaySession
+func (a *Adapter) runGateway(ctx context.Context, s *gatewaySession, connected func()) error {
 	first := true
 	for {
 		var c *conn
 		err := a.gatewayRetry.Do(ctx, retry.Call{Method: "connect to gateway", Idempotent: true}, func(actx context.Context) error {
 			var err error
-			c, err = a.connect(actx, &s)
+			c, err = a.connect(actx, s)
 			return err
 		})
 		if ctx.Err() != nil {
 			if c != nil && err == nil {
-				c.close(websocket.CloseNormalClosure)
+				c.close(a.lastClose())
 			}
 			return nil
 		}
@@ -243,13 +243,13 @@ func (a *Adapter) runGateway(ctx context.Context, connected func()) error {
 			first = false
 			connected()
 		}
-		err = a.serve(ctx, c, &s)
+		err = a.serve(ctx, c, s)
 		if ctx.Err() != nil {
-			c.close(websocket.CloseNormalClosure)
+			c.close(a.lastClose())
 			return nil
 		}
 		c.close(closeResumable)
-		ended(&s, err)
+		ended(s, err)
 		if fatal := fatalGatewayError(err); fatal != nil {
 			return fatal
 		}
@@ -388,6 +388,7 @@ func (a *Adapter) frame(c *conn, s *gatewaySession, f frame) error {
 		if f.S > 0 {
 			s.seq.Store(f.S)
 		}
+		a.keepSession(s, f.T == "READY" || f.T == "RESUMED")
 	case opHeartbeat:
 		return c.heartbeat(s.seq.Load())
 	case opHeartbeatACK:
@@ -424,6 +425,7 @@ func (a *Adapter) dispatch(c *conn, s *gatewaySession, f frame) {
 	case "RESUMED":
 		c.ready = true
 		a.log.Info("gateway session resumed")
+		a.replayed.Do(a.replay) // a replica that took the session over
 	case "MESSAGE_CREATE":
 		var m discordgo.Message
 		if err := json.Unmarshal(f.D, &m); err != nil {

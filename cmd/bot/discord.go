@@ -15,7 +15,8 @@ func init() {
 		if c.Token == "" {
 			return nil, nil
 		}
-		return discord.New(discord.Options{Token: c.Token, APIURL: c.APIURL, Guilds: c.Guilds, Inbox: a.inbox(), State: a.store, Logger: a.log})
+		return discord.New(discord.Options{Token: c.Token, APIURL: c.APIURL, Guilds: c.Guilds, Inbox: a.inbox(), State: a.store,
+			JournalKey: a.member.journalKey("discord.pending"), Replica: a.member.replica, Logger: a.log})
 	}})
 }
 

@@ -44,6 +44,16 @@ func joinCluster(cfg config.Config, st store.Store, log *slog.Logger) (membershi
 // live reports whether this replica may start turns: always when alone.
 func (m membership) live() bool { return m.etcd == nil || m.etcd.Live() }
 
+// journalKey is where a platform keeps the messages it confirmed and has
+// not yet handed on: base alone, each replica's own among replicas (a
+// message taken by a replica is kept by it; see README, Several replicas).
+func (m membership) journalKey(base string) string {
+	if m.etcd == nil {
+		return base
+	}
+	return base + "/" + m.replica.Name()
+}
+
 // close gives the membership up, after the dispatcher has stopped.
 func (m membership) close() error {
 	if m.etcd == nil {
