@@ -53,6 +53,9 @@ type running struct {
 	// queued is true until the turn has one of MaxConcurrent's slots: it
 	// is a message waiting, for Load.
 	queued bool
+	// tap is what the operator's view watches of the answer (Watch); nil
+	// until the answer's output exists.
+	tap *tap
 }
 
 // working reports whether c has a turn running or messages waiting: its

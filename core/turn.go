@@ -77,7 +77,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 		return nothing, nil
 	}
 
-	out := d.output(m, key, log)
+	out := d.tapped(c, d.output(m, key, log))
 	// The chat context is read while the working directory is prepared,
 	// after the answer has started to show.
 	said := d.startHistory(ctx, m)
@@ -218,6 +218,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	go func() {
 		defer close(counted)
 		usage()
+		d.logTurn(key, m, terminal, start)
 	}()
 	if m.Sink == nil {
 		<-counted

@@ -34,6 +34,7 @@ var migrations = []migration{
 	1: createUsage,
 	2: createApprovals,
 	3: createSchedules,
+	4: createTurnLog,
 }
 
 // createV1 creates the buckets of the first schema.

@@ -19,6 +19,7 @@ type Store interface {
 	UsageLedger
 	State
 	Schedules
+	Activity
 	// Close finishes the writes already submitted and releases the
 	// store.
 	Close() error
@@ -82,6 +83,22 @@ type UsageLedger interface {
 	AddUsage(conversation Key, user string, at time.Time, u Usage) error
 	// UsageTotals reads the totals of conversation and user at time at.
 	UsageTotals(conversation Key, user string, at time.Time) (UsageTotals, error)
+}
+
+// Activity is what the operator's view reads across conversations.
+type Activity interface {
+	// ListConversations returns every stored conversation's key and
+	// last use, by key (Conversation reads the rest).
+	ListConversations() ([]ConversationTime, error)
+	// RecordTurn keeps t as its conversation's latest turn; a
+	// conversation keeps its last MaxTurnRecords (the oldest by Started
+	// go first).
+	RecordTurn(t TurnRecord) error
+	// RecentTurns returns the turns key keeps, newest first.
+	RecentTurns(key Key) ([]TurnRecord, error)
+	// DailyUsage returns everyone's usage on each UTC day from from's to
+	// to's, oldest first, a zero Usage for a day without turns.
+	DailyUsage(from, to time.Time) ([]DayUsage, error)
 }
 
 // State is small adapter state under namespaced keys ("telegram.offset",

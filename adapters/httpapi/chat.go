@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"strconv"
@@ -68,6 +69,13 @@ func (s *Server) chat(base context.Context, h core.Handler, w http.ResponseWrite
 	start := time.Now()
 	h.Handle(base, m)
 
+	s.pump(w, r, rc, q, log, start)
+}
+
+// pump streams q's events as Server-Sent Events until the terminal event
+// or the client's going away, with keep-alive comments while q is quiet;
+// it closes q.
+func (s *Server) pump(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, q *core.EventQueue, log *slog.Logger, start time.Time) {
 	heartbeat := time.NewTicker(s.heartbeat)
 	defer heartbeat.Stop()
 	var frame bytes.Buffer

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/store"
 )
 
 // permissionRequest is the body of POST /v1/permissions.
@@ -26,7 +27,9 @@ type permissionRequest struct {
 var decisionVerbs = map[string]string{"allow": "allow", "allow_session": "session", "deny": "deny"}
 
 // permissions answers POST /v1/permissions: the decision on a permission
-// request that a conversation's stream showed. 200 {"ok":true} when it
+// request that a conversation's stream showed, or, with the operator's
+// view on, any conversation's request by the conversation's key (e.g.
+// "slack:T1:C1"), decided as core.Operator. 200 {"ok":true} when it
 // decided the request; 404 for an unknown id or one of another
 // conversation; 409 when it was already decided; 400 for a body that is
 // not JSON or an unknown decision; 415 without a JSON content type.
@@ -57,16 +60,31 @@ func (s *Server) permissions(h core.Handler, w http.ResponseWriter, r *http.Requ
 		return
 	}
 	data := "golem:" + verb + ":" + req.ID
+	option := -1
 	if req.Option != nil {
 		if verb != "allow" || *req.Option < 0 {
 			writeError(w, http.StatusBadRequest, `"option" goes with decision allow and is at least 0`)
 			return
 		}
+		option = *req.Option
 		data = "golem:pick:" + req.ID + ":" + strconv.Itoa(*req.Option)
 	}
-	res := h.HandleAction(r.Context(), core.Action{
-		Platform: "http", Channel: req.Conversation, Thread: req.Conversation, User: "http", Data: data,
-	})
+	var res core.ActionResult
+	key, err := store.ParseKey(req.Conversation)
+	byKey := err == nil && s.opts.Operator != nil
+	if byKey { // a conversation's key, as /v1/conversations lists it: any platform's
+		res = s.opts.Operator.Decide(key, req.ID, req.Decision, option)
+		byKey = !errors.Is(res.Err, core.ErrUnknownRequest)
+	}
+	if byKey {
+		if res.Err == nil {
+			s.record(key, req.Decision, res.Settled)
+		}
+	} else { // an HTTP conversation by its id
+		res = h.HandleAction(r.Context(), core.Action{
+			Platform: "http", Channel: req.Conversation, Thread: req.Conversation, User: "http", Data: data,
+		})
+	}
 	switch {
 	case res.Err == nil:
 		w.Header().Set("Content-Type", "application/json")

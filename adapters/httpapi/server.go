@@ -8,6 +8,10 @@
 //	               4xx with {"error":"..."}
 //	GET  /v1/files/ID → the bytes of a file a "file" event offered (kept
 //	               FileTTL)
+//	GET  /v1/conversations[/{key}[/events|/diff]], POST
+//	               /v1/conversations/{key}/stop|new → the operator's
+//	               view, with Options.Operator (see operator.go); GET
+//	               /admin is its page
 //	GET  /healthz  → 200 "ok"; 503 while Options.Healthy says no (a replica
 //	               without its etcd)
 //	GET  /metrics  → Prometheus's text format, when Options.Metrics is set;
@@ -36,6 +40,7 @@ import (
 	"time"
 
 	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/store"
 )
 
 // Defaults for Options and the server's fixed timeouts.
@@ -77,6 +82,13 @@ type Options struct {
 	// Healthy, when set, is asked by GET /healthz: false answers 503 (a
 	// replica that lost etcd starts no turn until it is back).
 	Healthy func() (ok bool, why string)
+	// Operator and Store, when both set, serve the operator's view:
+	// /v1/conversations and the /admin page (see operator.go).
+	Operator Operator
+	Store    store.Store
+	// Replica is this replica's name with several ("" alone): an action
+	// on a conversation another replica runs is refused with its name.
+	Replica string
 	// FilesDir keeps the files that file events offer at /v1/files/ID, so
 	// that their URLs outlive a restart; "" keeps them in a temporary
 	// folder removed when the server stops.
@@ -95,6 +107,7 @@ type Server struct {
 	streams   openStreams   // open /v1/chat streams; Start waits for them
 	heartbeat time.Duration // between keep-alive comments of a quiet stream
 	files     *fileStore    // what file events offer at /v1/files/ID
+	audit     *auditLog     // the operator's actions, with Options.Store
 }
 
 var _ core.Source = (*Server)(nil)
@@ -127,6 +140,12 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("%w: %q (set http.token)", ErrInsecureListen, addr)
 	}
 	s := &Server{opts: opts, log: opts.Logger.With("platform", "http"), heartbeat: heartbeatInterval, files: newFileStore(opts.FilesDir)}
+	if (opts.Operator == nil) != (opts.Store == nil) {
+		return nil, errors.New("httpapi: the operator's view needs both Operator and Store")
+	}
+	if opts.Store != nil {
+		s.audit = &auditLog{st: opts.Store}
+	}
 	if opts.Token != "" {
 		s.tokenHash = sha256.Sum256([]byte(opts.Token))
 	}
@@ -193,6 +212,14 @@ func (s *Server) routes(base context.Context, h core.Handler) http.Handler {
 	api.HandleFunc("POST /v1/chat", func(w http.ResponseWriter, r *http.Request) { s.chat(base, h, w, r) })
 	api.HandleFunc("GET /v1/files/{id}", s.files.serve)
 	api.HandleFunc("POST /v1/permissions", func(w http.ResponseWriter, r *http.Request) { s.permissions(h, w, r) })
+	if s.opts.Operator != nil {
+		api.HandleFunc("GET /v1/conversations", s.conversations)
+		api.HandleFunc("GET /v1/conversations/{key}", s.conversation)
+		api.HandleFunc("GET /v1/conversations/{key}/events", s.events)
+		api.HandleFunc("GET /v1/conversations/{key}/diff", s.diff)
+		api.HandleFunc("POST /v1/conversations/{key}/stop", s.stopConversation)
+		api.HandleFunc("POST /v1/conversations/{key}/new", s.newConversation)
+	}
 	api.HandleFunc("/v1/chat", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", http.MethodPost)
 		writeError(w, http.StatusMethodNotAllowed, "use POST")

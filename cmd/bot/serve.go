@@ -94,8 +94,13 @@ func (a *app) platforms() ([]core.Source, error) {
 		if err != nil {
 			return nil, err
 		}
+		replica := ""
+		if a.member.convs != nil {
+			replica = a.member.convs.Replica()
+		}
 		srv, err := httpapi.New(httpapi.Options{Listen: a.cfg.HTTP.Listen, Token: a.cfg.HTTP.Token, Logger: a.log,
-			Metrics: a.metrics.Handler(), FilesDir: files, Healthy: a.healthy})
+			Metrics: a.metrics.Handler(), FilesDir: files, Healthy: a.healthy,
+			Operator: a.d, Store: a.store, Replica: replica})
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@
 //	PREFIX/turns/ID         a turn in flight, JSON
 //	PREFIX/approvals/ID     an approval's audit record, JSON
 //	PREFIX/usage/TOTAL      a usage total, JSON
+//	PREFIX/turnlog/KEY/T-ID a conversation's latest turns (KEY path-escaped, T unix ns), JSON
 //	PREFIX/state/KEY        adapter state, raw bytes (at most store.MaxValue)
 //	PREFIX/schedules/ID     a scheduled prompt, JSON
 //

@@ -36,6 +36,9 @@ func Run(t *testing.T, fresh Fresh) {
 		{"Turns", testTurns},
 		{"Approvals", testApprovals},
 		{"Usage", testUsage},
+		{"ListConversations", testListConversations},
+		{"TurnRecords", testTurnRecords},
+		{"DailyUsage", testDailyUsage},
 		{"State", testState},
 		{"StateCopies", testStateCopies},
 		{"StateLargeValues", testStateLarge},
@@ -571,8 +574,14 @@ func testClosed(t *testing.T, open func() store.Store) {
 			_, err := s.UpdateSchedule("s", func(*store.Schedule) bool { return true })
 			return err
 		},
-		"DeleteSchedule": func() error { return s.DeleteSchedule("s") },
-		"AllSchedules":   func() error { _, err := s.AllSchedules(); return err },
+		"DeleteSchedule":    func() error { return s.DeleteSchedule("s") },
+		"AllSchedules":      func() error { _, err := s.AllSchedules(); return err },
+		"ListConversations": func() error { _, err := s.ListConversations(); return err },
+		"RecordTurn": func() error {
+			return s.RecordTurn(store.TurnRecord{ID: "t", Key: key("k:w:c"), Started: now})
+		},
+		"RecentTurns": func() error { _, err := s.RecentTurns(key("k:w:c")); return err },
+		"DailyUsage":  func() error { _, err := s.DailyUsage(now, now); return err },
 	}
 	for name, call := range calls {
 		if err := call(); !errors.Is(err, store.ErrClosed) {

@@ -1,0 +1,236 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/store"
+)
+
+// detailJSON is GET /v1/conversations/{key}: the listing's fields, the
+// last turns (no message text), the approvals waiting and the operator's
+// actions.
+type detailJSON struct {
+	conversationJSON
+	Turns    []store.TurnRecord `json:"turns"`
+	Pending  []pendingJSON      `json:"pending"`
+	Audit    []auditEntry       `json:"audit"`
+	Worktree *worktreeJSON      `json:"worktree"` // null: none (yet), or shared
+}
+
+type pendingJSON struct {
+	ID      string    `json:"id"`
+	Tool    string    `json:"tool"`
+	AskedBy string    `json:"asked_by"`
+	Asked   time.Time `json:"asked"`
+	Options []string  `json:"options,omitempty"` // an AskUserQuestion's, by index
+	Here    bool      `json:"here"`              // false: another replica's turn waits for it
+	Digest  string    `json:"args_digest"`
+}
+
+type worktreeJSON struct {
+	Branch string `json:"branch"`
+	Tree   string `json:"tree"`
+	Base   string `json:"base"`
+	Dirty  bool   `json:"dirty"`
+}
+
+// conversation answers GET /v1/conversations/{key}.
+func (s *Server) conversation(w http.ResponseWriter, r *http.Request) {
+	key, l, ok := s.pathKey(w, r)
+	if !ok {
+		return
+	}
+	j, err := s.describe(l, time.Now())
+	var turns []store.TurnRecord
+	if err == nil {
+		turns, err = s.opts.Store.RecentTurns(key)
+	}
+	var recs []store.Approval
+	if err == nil {
+		recs, err = s.opts.Store.Approvals(true)
+	}
+	var audit []auditEntry
+	if err == nil {
+		audit, err = s.audit.read(key)
+	}
+	if err != nil {
+		s.log.Error("http: read a conversation", "conversation", key, "err", err)
+		writeError(w, http.StatusServiceUnavailable, "the store cannot be read now: "+err.Error())
+		return
+	}
+	d := detailJSON{conversationJSON: j, Turns: turns, Pending: []pendingJSON{}, Audit: audit}
+	if d.Turns == nil {
+		d.Turns = []store.TurnRecord{}
+	}
+	here := map[string]bool{}
+	for _, p := range s.opts.Operator.PendingApprovals(key) {
+		here[p.ID] = true
+		pj := pendingJSON{ID: p.ID, Tool: p.Tool, AskedBy: p.AskedBy, Asked: p.Asked, Here: true, Digest: p.ArgsDigest}
+		if len(p.Questions) > 0 {
+			for _, o := range p.Questions[0].Options {
+				pj.Options = append(pj.Options, o.Label)
+			}
+		}
+		d.Pending = append(d.Pending, pj)
+	}
+	for _, a := range recs { // asked on another replica: shown, answered there
+		if a.Key == key && !here[a.ID] && l.live.State != "idle" {
+			d.Pending = append(d.Pending, pendingJSON{ID: a.ID, Tool: a.Tool, AskedBy: a.AskedBy, Asked: a.Asked, Digest: a.ArgsDigest})
+		}
+	}
+	wt, dirty, found, err := s.opts.Operator.Worktree(r.Context(), key)
+	switch {
+	case err != nil:
+		s.log.Warn("http: find a conversation's worktree", "conversation", key, "err", err)
+	case found:
+		d.Worktree = &worktreeJSON{Branch: wt.Branch, Tree: wt.Tree, Base: wt.Base, Dirty: dirty}
+		d.Isolation.Dirty = &dirty
+	}
+	writeJSON(w, d)
+}
+
+// stopConversation answers POST /v1/conversations/{key}/stop: /stop.
+func (s *Server) stopConversation(w http.ResponseWriter, r *http.Request) {
+	key, l, ok := s.pathKey(w, r)
+	if !ok || !s.here(w, l) {
+		return
+	}
+	text := s.opts.Operator.StopConversation(key)
+	s.record(key, "stop", text)
+	writeJSON(w, actionJSON{OK: true, Text: text})
+}
+
+// newConversation answers POST /v1/conversations/{key}/new: /new.
+func (s *Server) newConversation(w http.ResponseWriter, r *http.Request) {
+	key, l, ok := s.pathKey(w, r)
+	if !ok || !s.here(w, l) {
+		return
+	}
+	text, err := s.opts.Operator.NewSession(key)
+	if err != nil {
+		s.log.Error("http: /new", "conversation", key, "err", err)
+		writeError(w, http.StatusServiceUnavailable, "the session could not be forgotten: "+err.Error())
+		return
+	}
+	s.record(key, "new", text)
+	writeJSON(w, actionJSON{OK: true, Text: text})
+}
+
+// diff answers GET /v1/conversations/{key}/diff: /diff's text.
+func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
+	key, _, ok := s.pathKey(w, r)
+	if !ok {
+		return
+	}
+	text, err := s.opts.Operator.Diff(key)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "/diff failed: "+err.Error())
+		return
+	}
+	writeJSON(w, actionJSON{OK: true, Text: text})
+}
+
+// events answers GET /v1/conversations/{key}/events: the running answer
+// as Server-Sent Events, joined mid-turn with its text so far, ending
+// with its terminal event; 204 when no answer runs here.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	key, _, ok := s.pathKey(w, r)
+	if !ok {
+		return
+	}
+	q := core.NewEventQueue()
+	stop, running := s.opts.Operator.Watch(key, q.Push)
+	if !running {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	defer stop()
+	if !s.streams.open() {
+		return
+	}
+	defer s.streams.done()
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	if err := rc.Flush(); err != nil {
+		q.Close()
+		return
+	}
+	s.pump(w, r, rc, q, s.log.With("conversation", key, "watch", true), time.Now())
+}
+
+// here refuses, 409, an action on a conversation that another replica
+// runs: it is done on that replica's page.
+func (s *Server) here(w http.ResponseWriter, l listed) bool {
+	if l.live.State != "idle" && l.live.Replica != "" && l.live.Replica != s.opts.Replica {
+		writeError(w, http.StatusConflict, "this conversation runs on replica "+l.live.Replica+": act on it from that replica's page")
+		return false
+	}
+	return true
+}
+
+type actionJSON struct {
+	OK   bool   `json:"ok"`
+	Text string `json:"text"`
+}
+
+// auditEntry is one thing the operator did to a conversation.
+type auditEntry struct {
+	At     time.Time `json:"at"`
+	By     string    `json:"by"`     // core.Operator
+	Action string    `json:"action"` // stop, new, allow, allow_session, deny
+	Result string    `json:"result"` // what golem answered
+}
+
+// maxAudit bounds the entries kept per conversation.
+const maxAudit = 50
+
+// auditLog keeps each conversation's operator actions in the store's
+// state, under "operator.audit." and the key, newest last.
+type auditLog struct {
+	mu sync.Mutex // one read-and-write at a time here
+	st store.State
+}
+
+func auditKey(key store.Key) string { return "operator.audit." + key.String() }
+
+func (a *auditLog) read(key store.Key) ([]auditEntry, error) {
+	raw, err := a.st.Load(auditKey(key))
+	if err != nil || raw == nil {
+		return []auditEntry{}, err
+	}
+	var out []auditEntry
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return []auditEntry{}, nil // unreadable: shown empty, overwritten by the next
+	}
+	return out, nil
+}
+
+func (a *auditLog) add(key store.Key, e auditEntry) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	have, err := a.read(key)
+	if err != nil {
+		return err
+	}
+	have = append(have, e)
+	have = slices.Clone(have[max(0, len(have)-maxAudit):])
+	raw, _ := json.Marshal(have)
+	return a.st.Save(auditKey(key), raw)
+}
+
+// record adds the operator's action to key's audit (and the log).
+func (s *Server) record(key store.Key, action, result string) {
+	s.log.Info("http: operator action", "conversation", key, "action", action, "by", core.Operator)
+	if err := s.audit.add(key, auditEntry{At: time.Now(), By: core.Operator, Action: action, Result: result}); err != nil {
+		s.log.Error("http: record the operator's action", "conversation", key, "err", err)
+	}
+}

@@ -1,0 +1,311 @@
+package core
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/golem-chat/golem/engine"
+	"github.com/golem-chat/golem/parser"
+	"github.com/golem-chat/golem/store"
+	"github.com/golem-chat/golem/worktree"
+)
+
+// This file is what the operator's view (httpapi's /v1/conversations and
+// /admin) reads of the conversations core holds and does to them: the
+// same paths as the chat's /stop, /new, /allow, /diff, without a message.
+
+// Live is what one conversation is doing now.
+type Live struct {
+	// State is "running" (an answer runs), "waiting" (its agent waits for
+	// an approval), "queued" (its turn waits for one of MaxConcurrent's
+	// slots) or "idle".
+	State string
+	// Queued is how many of its messages wait behind the running turn.
+	Queued int
+	// Started is when the running turn began; zero when idle.
+	Started time.Time
+	// Engine is the running turn's engine, once known.
+	Engine string
+	// Replica runs it ("" for a golem alone).
+	Replica string
+}
+
+// LiveStates reports every conversation that is not idle: those here, and,
+// with a Cluster, those whose turns other replicas have in flight (by the
+// store's records; what waits on another replica shows there as running).
+func (d *Dispatcher) LiveStates() (map[store.Key]Live, error) {
+	me := ""
+	if d.opts.Cluster != nil {
+		me = d.opts.Cluster.Replica()
+	}
+	waiting := map[store.Key]bool{}
+	d.approvals.mu.Lock()
+	for _, r := range d.approvals.pending {
+		waiting[r.rec.Key] = true
+	}
+	d.approvals.mu.Unlock()
+	out := map[store.Key]Live{}
+	for _, c := range d.conversations() {
+		c.mu.Lock()
+		if c.working() {
+			l := Live{State: "running", Queued: len(c.queue), Replica: me, Engine: c.engine()}
+			if c.running != nil {
+				l.Started = c.running.started
+				if c.running.queued {
+					l.State = "queued"
+				}
+			}
+			if waiting[c.key] {
+				l.State = "waiting"
+			}
+			out[c.key] = l
+		}
+		c.mu.Unlock()
+	}
+	if d.opts.Cluster == nil {
+		return out, nil
+	}
+	turns, err := d.opts.Store.InFlightTurns()
+	if err != nil {
+		return out, err
+	}
+	for _, t := range turns {
+		if _, here := out[t.Key]; !here && t.Replica != me {
+			out[t.Key] = Live{State: "running", Started: t.Started, Replica: t.Replica}
+		}
+	}
+	return out, nil
+}
+
+// Settings is what a conversation's next turn runs with: its stored
+// choices over its channel's override over the defaults.
+type Settings struct {
+	Engine, Model string
+	Permissions   engine.Mode
+	// Isolation is "worktree" or "shared"; Branch is the conversation's
+	// branch under worktree (whether or not it exists yet).
+	Isolation string
+	Branch    string
+}
+
+// SettingsOf reports conv's settings.
+func (d *Dispatcher) SettingsOf(conv store.Conversation) Settings {
+	set := d.settings(messageFor(conv.Key), conv)
+	s := Settings{Engine: set.engine, Model: set.model, Permissions: set.mode, Isolation: string(d.opts.Workdirs.Isolation())}
+	if d.opts.Workdirs.Isolation() == worktree.Worktree {
+		s.Branch = worktree.Branch(conv.Key.String())
+	}
+	return s
+}
+
+// messageFor is a message of key's conversation with no sender: what the
+// settings and the worktree commands read of one.
+func messageFor(key store.Key) Message {
+	return Message{Platform: key.Platform, Workspace: key.Workspace, Channel: key.Channel, Thread: key.Sub,
+		Sink: func(...parser.Event) {}}
+}
+
+// Operator is who acts from the operator's view, as the audit and the
+// approvals' records name it.
+const Operator = "http:operator"
+
+// StopConversation is /stop for key: the running answer stops, waiting
+// messages are dropped, its pending approvals are denied. It returns the
+// chat's answer to /stop.
+func (d *Dispatcher) StopConversation(key store.Key) string {
+	d.endRequests(nil, key, store.ApprovalStopped)
+	return d.stop(key)
+}
+
+// NewSession is /new for key.
+func (d *Dispatcher) NewSession(key store.Key) (string, error) { return d.newSession(key) }
+
+// Diff is /diff for key, as the text a stream gets.
+func (d *Dispatcher) Diff(key store.Key) (string, error) {
+	ans := d.workAnswer(messageFor(key), key, "diff")
+	if ans.isErr {
+		return "", errors.New(strings.TrimPrefix(ans.text, "⚠️ **Error:** "))
+	}
+	return ans.text, nil
+}
+
+// Worktree reports key's worktree: found false when it has none (or runs
+// shared), dirty when it holds changes since its branch started.
+func (d *Dispatcher) Worktree(ctx context.Context, key store.Key) (w worktree.Workspace, dirty, found bool, err error) {
+	if d.opts.Workdirs.Isolation() != worktree.Worktree {
+		return worktree.Workspace{}, false, false, nil
+	}
+	conv, err := d.opts.Store.Conversation(key)
+	if err != nil {
+		return w, false, false, err
+	}
+	w, found, err = d.opts.Workdirs.Find(ctx, d.settings(messageFor(key), conv).workdir, key.String())
+	if err != nil || !found {
+		return w, false, found, err
+	}
+	c, err := d.opts.Workdirs.Diff(ctx, w)
+	return w, c.Patch != "", true, err
+}
+
+// Pending is a permission request waiting for an answer.
+type Pending struct {
+	store.Approval
+	Questions []parser.Question // AskUserQuestion's, with their options
+}
+
+// PendingApprovals are key's requests waiting for an answer here, oldest
+// first.
+func (d *Dispatcher) PendingApprovals(key store.Key) []Pending {
+	d.approvals.mu.Lock()
+	defer d.approvals.mu.Unlock()
+	var out []Pending
+	for _, r := range d.approvals.pending {
+		if r.rec.Key == key {
+			out = append(out, Pending{Approval: r.rec, Questions: r.questions})
+		}
+	}
+	sortPending(out)
+	return out
+}
+
+func sortPending(ps []Pending) {
+	slices.SortFunc(ps, func(a, b Pending) int { return cmp.Or(a.Asked.Compare(b.Asked), cmp.Compare(a.ID, b.ID)) })
+}
+
+// Decide answers key's request id as the operator, whoever asked and
+// whichever platform it was asked on: decision is "allow",
+// "allow_session" or "deny"; option, when 0 or more, picks an
+// AskUserQuestion's option (with allow). The question on the platform is
+// settled with the decision. The result's Err wraps ErrUnknownRequest
+// (no such request waits in key) or ErrDecided.
+func (d *Dispatcher) Decide(key store.Key, id, decision string, option int) ActionResult {
+	ans := engine.PermissionAnswer{Decision: engine.Decision(decision)}
+	d.approvals.mu.Lock()
+	r := d.approvals.pending[id]
+	switch {
+	case r == nil:
+		at, ok := d.approvals.decided[id]
+		d.approvals.mu.Unlock()
+		if ok && at.where == where(key.Platform, key.Workspace, key.Channel) {
+			return ActionResult{Refusal: refusal(ErrDecided), Err: ErrDecided}
+		}
+		return ActionResult{Refusal: refusal(ErrUnknownRequest), Err: ErrUnknownRequest}
+	case r.rec.Key != key:
+		d.approvals.mu.Unlock()
+		return ActionResult{Refusal: refusal(ErrUnknownRequest), Err: ErrUnknownRequest}
+	}
+	if option >= 0 {
+		answers, ok := pickAnswers(r.questions, strconv.Itoa(option))
+		if !ok || ans.Decision != engine.Allow {
+			d.approvals.mu.Unlock()
+			return ActionResult{Refusal: "no such option", Err: ErrUnknownRequest}
+		}
+		ans.Answers = answers
+	}
+	d.approvals.take(r)
+	d.approvals.mu.Unlock()
+	return ActionResult{Settled: d.settle(r, ans, Operator, store.ApprovalAnswered, Operator, "")}
+}
+
+// tap is a running turn's answer as the operator's view watches it: the
+// text so far and the watchers of what comes next. Its sinks are called
+// under mu, from the turn's goroutine, and must not block.
+type tap struct {
+	mu       sync.Mutex
+	text     strings.Builder
+	watchers map[int]func(...parser.Event)
+	next     int
+	ended    bool
+}
+
+func (t *tap) publish(evs ...parser.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, ev := range evs {
+		if ev.Type == parser.Text {
+			t.text.WriteString(ev.Content)
+		}
+		if ev.Terminal() {
+			t.ended = true
+		}
+	}
+	for _, w := range t.watchers {
+		w(evs...)
+	}
+	if t.ended {
+		t.watchers = nil
+	}
+}
+
+// tapped has out's events also go to the tap of c's running turn.
+func (d *Dispatcher) tapped(c *conversation, out turnOutput) turnOutput {
+	t := &tap{watchers: map[int]func(...parser.Event){}}
+	c.mu.Lock()
+	if c.running != nil {
+		c.running.tap = t
+	}
+	c.mu.Unlock()
+	add, finish := out.add, out.finish
+	out.add = func(evs ...parser.Event) {
+		add(evs...)
+		t.publish(evs...)
+	}
+	out.finish = func(ev parser.Event, notice string, back handback) {
+		finish(ev, notice, back)
+		t.publish(ev)
+	}
+	return out
+}
+
+// Watch joins key's running answer: sink gets at once one text event with
+// the answer's text so far (when there is any), then every event of the
+// answer as it comes, ending with its terminal event. sink must not block.
+// ok is false when no answer runs here; stop ends the watch early.
+func (d *Dispatcher) Watch(key store.Key, sink func(...parser.Event)) (stop func(), ok bool) {
+	c := d.find(key)
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	var t *tap
+	if c.running != nil {
+		t = c.running.tap
+	}
+	c.mu.Unlock()
+	if t == nil {
+		return nil, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return nil, false
+	}
+	if t.text.Len() > 0 {
+		sink(parser.Event{Type: parser.Text, Content: t.text.String()})
+	}
+	id := t.next
+	t.next++
+	t.watchers[id] = sink
+	return func() {
+		t.mu.Lock()
+		delete(t.watchers, id)
+		t.mu.Unlock()
+	}, true
+}
+
+// logTurn keeps the turn's record for the operator's view: who, when, how
+// it ended, how long, what it cost; never its text.
+func (d *Dispatcher) logTurn(key store.Key, m Message, terminal parser.Event, start time.Time) {
+	u := turnUsage(terminal, time.Since(start))
+	rec := store.TurnRecord{ID: newID(), Key: key, By: userOf(m), Started: start, Outcome: outcome(terminal),
+		DurationMS: u.DurationMS, CostUSD: u.CostUSD, Tokens: u.Tokens()}
+	if err := d.opts.Store.RecordTurn(rec); err != nil {
+		d.log.Error("record turn for the operator's view", "conversation", key, "err", err)
+	}
+}

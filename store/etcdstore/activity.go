@@ -1,0 +1,140 @@
+package etcdstore
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/golem-chat/golem/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// ListConversations implements store.Activity: every record under conv/
+// in one range read, by key.
+func (s *Store) ListConversations() ([]store.ConversationTime, error) {
+	ctx, cancel, err := s.call()
+	if err != nil {
+		return nil, s.fail("list conversations", err)
+	}
+	defer cancel()
+	dir := s.prefix + "conv/"
+	resp, err := s.cli.Get(ctx, dir, clientv3.WithPrefix())
+	if err != nil {
+		return nil, s.fail("list conversations", err)
+	}
+	out := make([]store.ConversationTime, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		key, err := store.ParseKey(strings.TrimPrefix(string(kv.Key), dir))
+		if err != nil {
+			return nil, s.fail("list conversations", fmt.Errorf("%w: %w", store.ErrCorrupt, err))
+		}
+		c, err := decodeConversation(key, kv)
+		if err != nil {
+			return nil, s.fail("list conversations", err)
+		}
+		out = append(out, store.ConversationTime{Key: key, LastUsed: c.LastUsed})
+	}
+	return out, nil
+}
+
+// turnLogDir is where key's turn records are: turnlog/ESCAPED/, the key
+// path-escaped so that no conversation's folder holds another's.
+func (s *Store) turnLogDir(key store.Key) string {
+	return s.prefix + "turnlog/" + url.PathEscape(key.String()) + "/"
+}
+
+// RecordTurn implements store.Activity: the record under its start time
+// (20 digits of unix ns, so that keys sort by it), then, in a second
+// transaction, the conversation's records older than its last
+// store.MaxTurnRecords are deleted with one range delete.
+func (s *Store) RecordTurn(t store.TurnRecord) error {
+	if t.ID == "" || t.Key.IsZero() {
+		return errors.New("store: record turn: empty id or key")
+	}
+	raw, err := json.Marshal(t)
+	if err != nil {
+		return fmt.Errorf("store: record turn: %w", err)
+	}
+	ctx, cancel, err := s.call()
+	if err != nil {
+		return s.fail("record turn", err)
+	}
+	defer cancel()
+	dir := s.turnLogDir(t.Key)
+	if err := s.put(ctx, fmt.Sprintf("%s%020d-%s", dir, t.Started.UnixNano(), t.ID), raw); err != nil {
+		return s.fail("record turn", err)
+	}
+	resp, err := s.cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+		clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(store.MaxTurnRecords+1))
+	if err != nil {
+		return s.fail("record turn", err)
+	}
+	if len(resp.Kvs) <= store.MaxTurnRecords {
+		return nil
+	}
+	// Everything from the folder's start up to and including the newest
+	// record past the limit.
+	oldest := string(resp.Kvs[store.MaxTurnRecords].Key)
+	if _, err := s.txn(ctx, nil, []clientv3.Op{clientv3.OpDelete(dir, clientv3.WithRange(oldest+"\x00"))}); err != nil {
+		return s.fail("record turn", err)
+	}
+	return nil
+}
+
+// RecentTurns implements store.Activity.
+func (s *Store) RecentTurns(key store.Key) ([]store.TurnRecord, error) {
+	ctx, cancel, err := s.call()
+	if err != nil {
+		return nil, s.fail("read recent turns", err)
+	}
+	defer cancel()
+	resp, err := s.cli.Get(ctx, s.turnLogDir(key), clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(store.MaxTurnRecords))
+	if err != nil {
+		return nil, s.fail("read recent turns", err)
+	}
+	out := make([]store.TurnRecord, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		var t store.TurnRecord
+		if err := json.Unmarshal(kv.Value, &t); err != nil {
+			return nil, s.fail("read recent turns", fmt.Errorf("%w: %q: %w", store.ErrCorrupt, kv.Key, err))
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// DailyUsage implements store.Activity: everyone's daily totals are
+// usage/d\x00DAY, read in one range.
+func (s *Store) DailyUsage(from, to time.Time) ([]store.DayUsage, error) {
+	days := store.Days(from, to)
+	out := make([]store.DayUsage, len(days))
+	if len(days) == 0 {
+		return out, nil
+	}
+	ctx, cancel, err := s.call()
+	if err != nil {
+		return nil, s.fail("read daily usage", err)
+	}
+	defer cancel()
+	p := s.prefix + "usage/d\x00"
+	resp, err := s.cli.Get(ctx, p+days[0], clientv3.WithRange(p+days[len(days)-1]+"\x00"))
+	if err != nil {
+		return nil, s.fail("read daily usage", err)
+	}
+	have := make(map[string]store.Usage, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		var u store.Usage
+		if err := json.Unmarshal(kv.Value, &u); err != nil {
+			return nil, s.fail("read daily usage", fmt.Errorf("%w: %q: %w", store.ErrCorrupt, kv.Key, err))
+		}
+		have[strings.TrimPrefix(string(kv.Key), p)] = u
+	}
+	for i, day := range days {
+		out[i] = store.DayUsage{Day: day, Usage: have[day]}
+	}
+	return out, nil
+}
