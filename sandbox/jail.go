@@ -132,7 +132,7 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 		b.mask(h)
 	}
 	if home != "" && home != "/" {
-		for _, s := range homeSockets(home) {
+		for _, s := range t.s.homeSockets(home) {
 			b.mask(s)
 		}
 	}

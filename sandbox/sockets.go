@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 )
 
 // The host's Unix sockets. A read-only mount does not stop connect(): a
@@ -60,17 +62,62 @@ func private(p string) bool {
 	return false
 }
 
-// Bounds of homeSockets' walk: a home of caches (~/.npm, ~/go/pkg) must
-// not cost a turn's start more than a few milliseconds.
+// Bounds of scanHome's walk, which takes some 30 ms for a home of
+// caches (~/.npm, ~/.cache, ~/go/pkg: 20000 entries).
 const (
 	homeSocketDepth   = 4 // ~/.colima/default/docker.sock is 3
 	homeSocketEntries = 20000
 )
 
-// homeSockets returns the Unix sockets at most homeSocketDepth levels
-// below home (an SSH or GPG agent's, a rootless Docker's, an editor's),
-// outside the credentials that are masked whole, node_modules and .git.
-func homeSockets(home string) []string {
+// homeRescan is how old homeSockets' last walk of a home may be before a
+// turn starts another one, in the background.
+const homeRescan = 10 * time.Second
+
+// homeScan is the last walk of one home.
+type homeScan struct {
+	mu      sync.Mutex
+	at      time.Time // zero before the first walk
+	found   []string
+	walking bool // a walk in the background
+}
+
+// homeSockets returns the Unix sockets below home (see scanHome). A walk
+// costs more than a turn's start may, so only a home's first turn waits
+// for one; later turns take the last walk's, and one older than
+// homeRescan starts a new walk in the background. A socket made since
+// the last walk (at most homeRescan before it) is not masked.
+func (s *Sandbox) homeSockets(home string) []string {
+	s.mu.Lock()
+	sc := s.homes[home]
+	if sc == nil {
+		if s.homes == nil {
+			s.homes = map[string]*homeScan{}
+		}
+		sc = &homeScan{}
+		s.homes[home] = sc
+	}
+	s.mu.Unlock()
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	switch {
+	case sc.at.IsZero():
+		sc.found, sc.at = scanHome(home), time.Now()
+	case time.Since(sc.at) > homeRescan && !sc.walking:
+		sc.walking = true
+		go func() {
+			found := scanHome(home)
+			sc.mu.Lock()
+			sc.found, sc.at, sc.walking = found, time.Now(), false
+			sc.mu.Unlock()
+		}()
+	}
+	return sc.found
+}
+
+// scanHome returns the Unix sockets at most homeSocketDepth levels below
+// home (an SSH or GPG agent's, a rootless Docker's, an editor's), outside
+// the credentials that are masked whole, node_modules and .git.
+func scanHome(home string) []string {
 	skip := make(map[string]bool, len(credentials))
 	for _, rel := range credentials {
 		skip[filepath.Join(home, rel)] = true
