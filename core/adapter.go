@@ -68,6 +68,8 @@ type Message struct {
 	// mail is the message's id in its conversation's mailbox, with a
 	// Cluster (see Cluster.Taken).
 	mail string
+	// prompt is set on a message that stands for a Prompt (RunPrompt).
+	prompt *prompted
 }
 
 // Ref is the message's own reference.

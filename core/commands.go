@@ -69,6 +69,24 @@ var commandList = []Command{
 		Args: []Arg{{Name: "id", Summary: "The session id, or its first characters (4 or more)", Required: true}}},
 	{Name: "session", Summary: "The command that continues this conversation in a terminal",
 		Help: "the command that continues this conversation in a terminal"},
+	{Name: "every", Summary: "Run a prompt here on a schedule: cron in quotes, @daily or @every 2h",
+		Help: "`/every \"0 9 * * 1-5\" PROMPT` run PROMPT here on a schedule (or `@daily`, `@every 2h`; `TZ=Europe/Berlin` first)",
+		Args: []Arg{{Name: "schedule", Summary: "0 9 * * 1-5, @daily or @every 2h (TZ=Zone first)", Required: true},
+			{Name: "prompt", Summary: "What the agent is asked each time", Required: true}}},
+	{Name: "at", Summary: "Run a prompt here once: at 2026-12-24 09:00, at 09:00 or in 2h",
+		Help: "`/at 09:00 PROMPT` run PROMPT here once (`2026-12-24 09:00`, `09:00`, `in 2h`)",
+		Args: []Arg{{Name: "time", Summary: "2026-12-24 09:00, 09:00 or in 2h (TZ=Zone first)", Required: true},
+			{Name: "prompt", Summary: "What the agent is asked", Required: true}}},
+	{Name: "schedules", Summary: "This conversation's schedules: next run, last run, paused",
+		Help: "this conversation's schedules, their next and last runs"},
+	{Name: "unschedule", Summary: "Delete a schedule", Help: "`/unschedule ID` delete a schedule",
+		Args: []Arg{{Name: "id", Summary: "The id /schedules shows", Required: true}}},
+	{Name: "pause", Summary: "Pause a schedule", Help: "`/pause ID` pause a schedule (`/unpause ID` resumes it)",
+		Args: []Arg{{Name: "id", Summary: "The id /schedules shows", Required: true}}},
+	{Name: "unpause", Summary: "Resume a paused schedule", Help: "`/unpause ID` resume a paused schedule",
+		Args: []Arg{{Name: "id", Summary: "The id /schedules shows", Required: true}}},
+	{Name: "runnow", Summary: "Run a schedule now, once", Help: "`/runnow ID` run a schedule now, once",
+		Args: []Arg{{Name: "id", Summary: "The id /schedules shows", Required: true}}},
 	{Name: "help", Summary: "What golem can do", Help: "this list"},
 }
 
@@ -133,6 +151,11 @@ func (d *Dispatcher) command(m Message, name, args string) {
 		text, err = d.resume(m, args)
 	case "session":
 		text, err = d.terminalSession(m)
+	case "every", "at", "schedules", "unschedule", "pause", "unpause", "runnow":
+		text = "Schedules are off in this golem."
+		if d.opts.Schedules != nil {
+			text = d.opts.Schedules.Command(m, key, name, args)
+		}
 	}
 	if err != nil {
 		d.log.Error("command", "command", name, "conversation", key, "err", err)

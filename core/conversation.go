@@ -38,6 +38,9 @@ type conversation struct {
 	// is on its way out after its answer (nil otherwise): the next turn
 	// prepares meanwhile and starts its own agent only after it.
 	exiting <-chan struct{}
+	// quiet, when not nil, is closed once nothing runs or waits (see
+	// RunPrompt, which waits for it).
+	quiet chan struct{}
 }
 
 type running struct {

@@ -85,6 +85,9 @@ type Options struct {
 	// Cluster shares conversations with other replicas; nil: this golem
 	// runs them all (see Cluster).
 	Cluster Cluster
+	// Schedules answers the schedule commands; nil: they say schedules
+	// are off.
+	Schedules Scheduler
 }
 
 // Dispatcher routes incoming messages to conversations: it deduplicates
@@ -360,6 +363,10 @@ func (d *Dispatcher) work(c *conversation) {
 		c.mu.Lock()
 		if len(c.queue) == 0 {
 			c.running = nil
+			if c.quiet != nil {
+				close(c.quiet)
+				c.quiet = nil
+			}
 			c.mu.Unlock()
 			d.released(c.key)
 			return
@@ -387,6 +394,7 @@ func (d *Dispatcher) work(c *conversation) {
 		// no store round trip but the dedupe's.
 		if refusal := d.overBudget(m); refusal != "" {
 			<-d.answer(m, refusal, true)
+			m.promptEnded(PromptOverBudget)
 			stop()
 			continue
 		}
@@ -426,6 +434,7 @@ func (d *Dispatcher) work(c *conversation) {
 			d.measure(m, d.engineFor(m), end, nil, time.Time{})
 			<-d.finishUnstarted(ctx, m, end)
 		}
+		m.promptEnded(Outcome(parser.Event{Type: parser.Error, Reason: parser.Failed})) // when nothing was measured
 		stop()
 	}
 }

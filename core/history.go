@@ -56,7 +56,7 @@ func (d *Dispatcher) startHistory(ctx context.Context, m Message) func() []Said 
 	d.mu.Lock()
 	h := d.historians[m.Platform]
 	d.mu.Unlock()
-	if h == nil || m.DM || lim.MaxMessages <= 0 || lim.MaxChars <= 0 {
+	if h == nil || m.DM || m.prompt != nil || lim.MaxMessages <= 0 || lim.MaxChars <= 0 {
 		return func() []Said { return nil }
 	}
 	said := make(chan []Said, 1)

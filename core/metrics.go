@@ -86,6 +86,7 @@ func (d *Dispatcher) measure(m Message, eng string, terminal parser.Event, start
 		st.FirstText = firstText.Sub(arrived)
 	}
 	d.meter.TurnEnded(st)
+	m.promptEnded(st.Outcome)
 	switch {
 	case startErr != nil && errors.Is(startErr, engine.ErrNotInstalled):
 		d.meter.EngineFailed(eng, FailureNotInstalled)

@@ -78,6 +78,9 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	}
 
 	out := d.tapped(c, d.output(m, key, log))
+	if head := m.promptEvents(); head != nil {
+		out.add(head...)
+	}
 	// The chat context is read while the working directory is prepared,
 	// after the answer has started to show.
 	said := d.startHistory(ctx, m)
@@ -112,6 +115,11 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 		case <-turnCtx.Done(): // no agent is started: the turn ends stopped
 		}
 	}
+	session := conv.SessionID
+	fresh := m.prompt != nil && m.prompt.fresh // the conversation's own session stays as it is
+	if fresh {
+		session = ""
+	}
 	start := time.Now()
 	var steered []Message // written into the run while it ran
 	terminal := parser.Event{Type: parser.Error, Message: "the agent did not answer", Reason: parser.Crashed}
@@ -119,7 +127,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	err = turnCtx.Err() // stopped or out of time already (while it waited for the last agent)
 	if err == nil {
 		run, err = eng.Run(turnCtx, engine.Turn{
-			Prompt: prompt, SessionID: conv.SessionID, Model: set.model, Workdir: ws.Dir, Files: files,
+			Prompt: prompt, SessionID: session, Model: set.model, Workdir: ws.Dir, Files: files,
 			OnStart: out.started, Mode: set.mode,
 			Sandbox: d.opts.Sandbox.Turn(set.sandbox, sandbox.Place{Workdir: ws.Dir, Tree: ws.Tree, Repo: ws.Repo, Branch: ws.Branch, Files: files}),
 		})
@@ -156,7 +164,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 					continue // shown as a question, not as tool activity
 				}
 				show = append(show, ev)
-				if ev.SessionReset && c.sameGeneration(gen) {
+				if ev.SessionReset && !fresh && c.sameGeneration(gen) {
 					if err := d.opts.Store.ClearSession(key); err != nil {
 						log.Error("clear session", "err", err)
 					}
@@ -211,7 +219,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	saved, counted := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(saved)
-		if terminal.SessionID != "" && (terminal.Type == parser.Done || cutShort(terminal)) {
+		if terminal.SessionID != "" && !fresh && (terminal.Type == parser.Done || cutShort(terminal)) {
 			d.saveSession(c, gen, key, set.engine, terminal.SessionID, log)
 		}
 	}()

@@ -48,6 +48,14 @@ func ParseEvery(args string, zone *time.Location, minInterval time.Duration) (Re
 		expr = "@every " + d
 	case rest[0] == '@':
 		expr, rest = cutWord(rest)
+	case bareCron(rest):
+		// Five fields of digits and * / , - ? without quotes (Discord's
+		// options drop them): no prompt begins so.
+		f := strings.Fields(rest)
+		expr = strings.Join(f[:5], " ")
+		for range 5 {
+			_, rest = cutWord(rest)
+		}
 	default:
 		return Request{}, fmt.Errorf(`put the schedule in quotes: /every "0 9 * * 1-5" PROMPT (not %q)`, firstWord(rest))
 	}
@@ -106,6 +114,21 @@ func ParseAt(args string, now time.Time, zone *time.Location) (Request, error) {
 		_, rest = cutWord(rest)
 	}
 	return withPrompt(Once(at, loc), rest)
+}
+
+// bareCron reports whether s begins with five words of cron's digits and
+// signs.
+func bareCron(s string) bool {
+	f := strings.Fields(s)
+	if len(f) < 5 {
+		return false
+	}
+	for _, w := range f[:5] {
+		if strings.Trim(w, "0123456789*/,-?") != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // withPrompt reads the flags and the prompt after the schedule.

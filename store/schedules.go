@@ -76,20 +76,25 @@ type Schedules interface {
 }
 
 // FireSchedule records that the schedule id fires at the instant at, if
-// its last fired instant is still prev: of many concurrent calls with the
-// same prev (replicas racing for one run) exactly one gets true, and only
-// that one may run it. false with no error: another fired it, or the
-// schedule is gone.
-func FireSchedule(s Schedules, id string, prev, at time.Time) (bool, error) {
+// its last fired instant is still prev, and returns the schedule as it now
+// is: of many concurrent calls with the same prev (replicas racing for one
+// run) exactly one gets true, and only that one may run it. false with no
+// error: another fired it, or the schedule is gone.
+func FireSchedule(s Schedules, id string, prev, at time.Time) (Schedule, bool, error) {
 	fired := false
+	var now Schedule
 	_, err := s.UpdateSchedule(id, func(sc *Schedule) bool {
 		fired = sc.Fired.Equal(prev) && at.After(sc.Fired)
 		if fired {
 			sc.Fired = at
+			now = *sc
 		}
 		return fired
 	})
-	return fired, err
+	if err != nil || !fired {
+		return Schedule{}, false, err
+	}
+	return now, true, nil
 }
 
 // SortSchedules puts s in the order AllSchedules returns.

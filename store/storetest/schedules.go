@@ -100,12 +100,15 @@ func testFireSchedule(t *testing.T, open func() store.Store) {
 		var wg sync.WaitGroup
 		for range racers {
 			wg.Go(func() {
-				ok, err := store.FireSchedule(s, "s", prev, at)
+				sc, ok, err := store.FireSchedule(s, "s", prev, at)
 				if err != nil {
 					t.Error(err)
 				}
 				if ok {
 					wins.Add(1)
+					if !sc.Fired.Equal(at) || sc.Prompt != "p" {
+						t.Errorf("the firing returned %+v", sc)
+					}
 				}
 			})
 		}
@@ -113,10 +116,10 @@ func testFireSchedule(t *testing.T, open func() store.Store) {
 		if n := wins.Load(); n != 1 {
 			t.Fatalf("round %d: %d of %d racers fired %v, want one", round, n, racers, at)
 		}
-		if ok, err := store.FireSchedule(s, "s", prev, at); err != nil || ok {
+		if _, ok, err := store.FireSchedule(s, "s", prev, at); err != nil || ok {
 			t.Errorf("round %d: firing again from the stale instant = %t, %v", round, ok, err)
 		}
-		if ok, _ := store.FireSchedule(s, "s", at, at); ok {
+		if _, ok, _ := store.FireSchedule(s, "s", at, at); ok {
 			t.Errorf("round %d: the same instant fired twice", round)
 		}
 		prev = at
@@ -126,7 +129,7 @@ func testFireSchedule(t *testing.T, open func() store.Store) {
 	if sc, _, err := s.Schedule("s"); err != nil || !sc.Fired.Equal(prev) {
 		t.Errorf("after reopen Fired = %v, %v; want %v", sc.Fired, err, prev)
 	}
-	if ok, err := store.FireSchedule(s, "gone", time.Time{}, t0); err != nil || ok {
+	if _, ok, err := store.FireSchedule(s, "gone", time.Time{}, t0); err != nil || ok {
 		t.Errorf("firing an absent schedule = %t, %v; want false, nil", ok, err)
 	}
 }
