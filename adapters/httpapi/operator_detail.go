@@ -29,6 +29,7 @@ type pendingJSON struct {
 	Asked   time.Time `json:"asked"`
 	Options []string  `json:"options,omitempty"` // an AskUserQuestion's, by index
 	Here    bool      `json:"here"`              // false: another replica's turn waits for it
+	Replica string    `json:"replica,omitempty"` // that replica
 	Digest  string    `json:"args_digest"`
 }
 
@@ -78,9 +79,10 @@ func (s *Server) conversation(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Pending = append(d.Pending, pj)
 	}
+	elsewhere := l.live.State != "idle" && l.live.Replica != "" && l.live.Replica != s.opts.Replica
 	for _, a := range recs { // asked on another replica: shown, answered there
-		if a.Key == key && !here[a.ID] && l.live.State != "idle" {
-			d.Pending = append(d.Pending, pendingJSON{ID: a.ID, Tool: a.Tool, AskedBy: a.AskedBy, Asked: a.Asked, Digest: a.ArgsDigest})
+		if elsewhere && a.Key == key && !here[a.ID] {
+			d.Pending = append(d.Pending, pendingJSON{ID: a.ID, Tool: a.Tool, AskedBy: a.AskedBy, Asked: a.Asked, Digest: a.ArgsDigest, Replica: l.live.Replica})
 		}
 	}
 	wt, dirty, found, err := s.opts.Operator.Worktree(r.Context(), key)

@@ -7,10 +7,10 @@ import (
 	"net/http"
 )
 
-// web holds the chat page. It loads nothing from elsewhere: no CDN, no
+// web holds the chat page and the operator's page. It loads nothing from elsewhere: no CDN, no
 // fonts, no external scripts, which the Content-Security-Policy enforces.
 //
-//go:embed web/index.html web/app.js web/style.css
+//go:embed web/index.html web/app.js web/style.css web/admin.html web/admin.js web/admin.css
 var web embed.FS
 
 // authPlaceholder in index.html becomes "required" or "none", telling the
@@ -20,14 +20,14 @@ const authPlaceholder = "{{AUTH}}"
 const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
 	"img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-// renderPage fills the auth flag into index.html.
-func renderPage(tokenRequired bool) ([]byte, error) {
-	b, err := web.ReadFile("web/index.html")
+// renderPage fills the auth flag into a page.
+func renderPage(name string, tokenRequired bool) ([]byte, error) {
+	b, err := web.ReadFile(name)
 	if err != nil {
 		return nil, err
 	}
 	if !bytes.Contains(b, []byte(authPlaceholder)) {
-		return nil, errors.New("index.html has no auth placeholder")
+		return nil, errors.New(name + " has no auth placeholder")
 	}
 	flag := "none"
 	if tokenRequired {
@@ -36,7 +36,8 @@ func renderPage(tokenRequired bool) ([]byte, error) {
 	return bytes.ReplaceAll(b, []byte(authPlaceholder), []byte(flag)), nil
 }
 
-// pageRoutes serves the page and its two assets. The page itself holds no
+// pageRoutes serves the chat page and its two assets, and, with the
+// operator's view, the operator's page at /admin and its own. The page itself holds no
 // secret, so it is served without a token; the API it calls is guarded.
 func (s *Server) pageRoutes(mux *http.ServeMux) {
 	asset := func(contentType string, body func() []byte) http.HandlerFunc {
@@ -57,4 +58,9 @@ func (s *Server) pageRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", asset("text/html; charset=utf-8", func() []byte { return s.page }))
 	mux.HandleFunc("GET /app.js", asset("text/javascript; charset=utf-8", file("web/app.js")))
 	mux.HandleFunc("GET /style.css", asset("text/css; charset=utf-8", file("web/style.css")))
+	if s.admin != nil { // the operator's page
+		mux.HandleFunc("GET /admin", asset("text/html; charset=utf-8", func() []byte { return s.admin }))
+		mux.HandleFunc("GET /admin.js", asset("text/javascript; charset=utf-8", file("web/admin.js")))
+		mux.HandleFunc("GET /admin.css", asset("text/css; charset=utf-8", file("web/admin.css")))
+	}
 }

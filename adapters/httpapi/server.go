@@ -86,6 +86,9 @@ type Options struct {
 	// /v1/conversations and the /admin page (see operator.go).
 	Operator Operator
 	Store    store.Store
+	// Doctor, when set, runs `bot doctor`'s checks for the operator's
+	// page (GET /v1/doctor).
+	Doctor func(ctx context.Context) []DoctorLine
 	// Replica is this replica's name with several ("" alone): an action
 	// on a conversation another replica runs is refused with its name.
 	Replica string
@@ -103,6 +106,7 @@ type Server struct {
 	log       *slog.Logger
 	tokenHash [sha256.Size]byte
 	page      []byte // index.html with the auth flag filled in
+	admin     []byte // admin.html so, with the operator's view
 	seq       atomic.Uint64
 	streams   openStreams   // open /v1/chat streams; Start waits for them
 	heartbeat time.Duration // between keep-alive comments of a quiet stream
@@ -149,7 +153,10 @@ func New(opts Options) (*Server, error) {
 	if opts.Token != "" {
 		s.tokenHash = sha256.Sum256([]byte(opts.Token))
 	}
-	s.page, err = renderPage(opts.Token != "")
+	s.page, err = renderPage("web/index.html", opts.Token != "")
+	if err == nil && opts.Operator != nil {
+		s.admin, err = renderPage("web/admin.html", opts.Token != "")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: prepare the web page: %w", err)
 	}
@@ -219,6 +226,8 @@ func (s *Server) routes(base context.Context, h core.Handler) http.Handler {
 		api.HandleFunc("GET /v1/conversations/{key}/diff", s.diff)
 		api.HandleFunc("POST /v1/conversations/{key}/stop", s.stopConversation)
 		api.HandleFunc("POST /v1/conversations/{key}/new", s.newConversation)
+		api.HandleFunc("GET /v1/usage/daily", s.dailyUsage)
+		api.HandleFunc("GET /v1/doctor", s.doctor)
 	}
 	api.HandleFunc("/v1/chat", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", http.MethodPost)

@@ -77,6 +77,17 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	return errors.Join(runErr, closeErr)
 }
 
+// doctorLines are `bot doctor`'s checks of the running configuration,
+// for the operator's page; the store shows as in use, by this bot.
+func (a *app) doctorLines(ctx context.Context) []httpapi.DoctorLine {
+	secrets := a.cfg.Secrets()
+	var out []httpapi.DoctorLine
+	for _, f := range diagnose(ctx, a.cfg, defaultDoctorLimits) {
+		out = append(out, httpapi.DoctorLine{Verdict: f.v.String(), Name: f.name, Text: hide(f.text, secrets)})
+	}
+	return out
+}
+
 // healthy is /healthz: a replica without its etcd is not.
 func (a *app) healthy() (bool, string) {
 	if !a.member.live() {
@@ -100,7 +111,7 @@ func (a *app) platforms() ([]core.Source, error) {
 		}
 		srv, err := httpapi.New(httpapi.Options{Listen: a.cfg.HTTP.Listen, Token: a.cfg.HTTP.Token, Logger: a.log,
 			Metrics: a.metrics.Handler(), FilesDir: files, Healthy: a.healthy,
-			Operator: a.d, Store: a.store, Replica: replica})
+			Operator: a.d, Store: a.store, Replica: replica, Doctor: a.doctorLines})
 		if err != nil {
 			return nil, err
 		}
