@@ -20,6 +20,21 @@ type detailJSON struct {
 	Pending  []pendingJSON      `json:"pending"`
 	Audit    []auditEntry       `json:"audit"`
 	Worktree *worktreeJSON      `json:"worktree"` // null: none (yet), or shared
+	// Schedules are the prompts scheduled into it, without their text.
+	Schedules []scheduleJSON `json:"schedules"`
+}
+
+type scheduleJSON struct {
+	ID          string    `json:"id"`
+	Name        string    `json:"name,omitempty"`
+	User        string    `json:"user"` // "platform:user" who set it
+	Spec        string    `json:"spec,omitempty"`
+	At          time.Time `json:"at,omitzero"`
+	TZ          string    `json:"tz,omitempty"`
+	Paused      bool      `json:"paused"`
+	LastRun     time.Time `json:"last_run,omitzero"`
+	LastOutcome string    `json:"last_outcome,omitempty"`
+	Failures    int       `json:"failures"`
 }
 
 type pendingJSON struct {
@@ -59,12 +74,22 @@ func (s *Server) conversation(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		audit, err = s.audit.read(key)
 	}
+	var schedules []store.Schedule
+	if err == nil {
+		schedules, err = s.opts.Store.AllSchedules()
+	}
 	if err != nil {
 		s.log.Error("http: read a conversation", "conversation", key, "err", err)
 		writeError(w, http.StatusServiceUnavailable, "the store cannot be read now: "+err.Error())
 		return
 	}
-	d := detailJSON{conversationJSON: j, Turns: turns, Pending: []pendingJSON{}, Audit: audit}
+	d := detailJSON{conversationJSON: j, Turns: turns, Pending: []pendingJSON{}, Audit: audit, Schedules: []scheduleJSON{}}
+	for _, sc := range schedules {
+		if sc.Key == key {
+			d.Schedules = append(d.Schedules, scheduleJSON{ID: sc.ID, Name: sc.Name, User: sc.Platform + ":" + sc.User, Spec: sc.Spec, At: sc.At,
+				TZ: sc.TZ, Paused: sc.Paused, LastRun: sc.LastRun, LastOutcome: sc.LastOutcome, Failures: sc.Failures})
+		}
+	}
 	if d.Turns == nil {
 		d.Turns = []store.TurnRecord{}
 	}

@@ -111,13 +111,20 @@ func TestOperatorAPI(t *testing.T) {
 		t.Errorf("?platform=slack listed %+v", only.Conversations)
 	}
 
+	if err := b.Store.SaveSchedule(store.Schedule{ID: "sc1", Key: store.NewKey("http", "", "done1", ""), Platform: "http", Channel: "done1",
+		User: "http", Spec: "0 9 * * 1-5", Prompt: "summarize the night's CI failures", Created: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
 	var detail detailJSON
 	getJSON(t, convURL(base, "http::done1"), "", &detail)
+	if len(detail.Schedules) != 1 || detail.Schedules[0].ID != "sc1" || detail.Schedules[0].Spec != "0 9 * * 1-5" || detail.Schedules[0].User != "http:http" {
+		t.Errorf("done1's schedules %+v", detail.Schedules)
+	}
 	if len(detail.Turns) != 1 || detail.Turns[0].Outcome != "done" || detail.Turns[0].By != "http:http" || detail.Turns[0].DurationMS <= 0 {
 		t.Errorf("done1's turns %+v, want one done turn by http:http", detail.Turns)
 	}
 	raw := call(t, http.MethodGet, convURL(base, "http::done1"), "", "")
-	if b, _ := io.ReadAll(raw.Body); strings.Contains(string(b), "hello") {
+	if b, _ := io.ReadAll(raw.Body); strings.Contains(string(b), "hello") || strings.Contains(string(b), "CI failures") {
 		t.Errorf("the detail shows the message's text: %s", b)
 	}
 
@@ -291,8 +298,8 @@ func TestOperatorAllowsByKey(t *testing.T) {
 	chat := newSSEReader(res.Body)
 	var d detailJSON
 	eventually(t, "the request is pending", func() bool {
-		getJSON(t, convURL(base, "http::ask1"), "", &d)
-		return len(d.Pending) == 1
+		res := call(t, http.MethodGet, convURL(base, "http::ask1"), "", "")
+		return res.StatusCode == 200 && json.NewDecoder(res.Body).Decode(&d) == nil && len(d.Pending) == 1
 	})
 	if d.State != "waiting" || d.Pending[0].Tool != "Bash" || !d.Pending[0].Here {
 		t.Errorf("detail %+v, want waiting for Bash", d)

@@ -225,6 +225,13 @@
       audit.replaceChildren(...d.audit.slice().reverse().map((a) => el('li', null,
         new Date(a.at).toLocaleString() + ' · ' + a.by + ' · ' + a.action + (a.result ? ' — ' + a.result : ''))));
       if (!d.audit.length) audit.append(el('li', 'sub', 'none yet'));
+      const scheds = $('schedules');
+      scheds.replaceChildren(...d.schedules.map((sc) => el('li', null,
+        (sc.name || sc.id) + ' · ' + (sc.spec || ('once at ' + new Date(sc.at).toLocaleString())) + (sc.tz ? ' ' + sc.tz : '') +
+        ' · set by ' + sc.user + (sc.paused ? ' · paused' : '') +
+        (sc.last_run ? ' · last run ' + ago(sc.last_run) + ' (' + sc.last_outcome + ')' : '') +
+        (sc.failures ? ' · ' + sc.failures + ' failures in a row' : ''))));
+      if (!d.schedules.length) scheds.append(el('li', 'sub', 'none'));
       if (d.state !== 'idle' && watching === null) watch(key);
     } catch (e) {
       $('action-result').textContent = e.message;
