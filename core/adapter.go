@@ -266,8 +266,16 @@ type File struct {
 	// Name is what the chat shows: one path element, already made safe by
 	// core (SafeFileName), never empty.
 	Name string
-	Path string // where the bytes are; the Uploader reads, never moves them
-	Size int64  // bytes; at most the Poster's Limits.MaxUpload
+	// Path is where the file is on golem's machine, for a note that names
+	// it; an Uploader reads the bytes with Open, never moves them.
+	Path string
+	Size int64 // bytes; at most the Poster's Limits.MaxUpload
+
+	// root and rel are, for a file the agent left, its working directory
+	// and the file's path in it, which Open reads it through; id is the
+	// file core listed, which Open must find there.
+	root, rel string
+	id        fileID
 }
 
 // Uploader is implemented by posters that can attach a file under an

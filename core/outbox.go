@@ -2,12 +2,15 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/golem-chat/golem/parser"
@@ -26,6 +29,17 @@ const maxOutboxFiles = 10
 type outboxStamp struct {
 	size int64
 	mod  time.Time
+	id   fileID
+}
+
+// fileID tells one file from another: its device and inode.
+type fileID struct{ dev, ino uint64 }
+
+func idOf(fi os.FileInfo) fileID {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return fileID{dev: uint64(st.Dev), ino: st.Ino}
+	}
+	return fileID{}
 }
 
 // outbox is the outbox/ of one turn's working directory.
@@ -62,7 +76,7 @@ func (o *outbox) scan() map[string]outboxStamp {
 		if err != nil {
 			continue
 		}
-		out[e.Name()] = outboxStamp{size: fi.Size(), mod: fi.ModTime()}
+		out[e.Name()] = outboxStamp{size: fi.Size(), mod: fi.ModTime(), id: idOf(fi)}
 	}
 	return out
 }
@@ -75,7 +89,8 @@ func (o *outbox) left() (files []File, more int) {
 		if was, ok := o.before[name]; ok && was == st {
 			continue
 		}
-		files = append(files, File{Name: SafeFileName(name), Path: filepath.Join(o.dir, name), Size: st.size})
+		files = append(files, File{Name: SafeFileName(name), Path: filepath.Join(o.dir, name), Size: st.size,
+			root: filepath.Dir(o.dir), rel: filepath.Join(OutboxDir, name), id: st.id})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	if len(files) > maxOutboxFiles {
@@ -83,6 +98,41 @@ func (o *outbox) left() (files []File, more int) {
 		files = files[:maxOutboxFiles]
 	}
 	return files, more
+}
+
+// ErrNotAFile is returned by File.Open for a file the agent left that is
+// no longer a regular file of its working directory.
+var ErrNotAFile = errors.New("not a regular file in the agent's working directory")
+
+// Open opens f's bytes for reading, at most f.Size of them. A file the
+// agent left is opened through its working directory as an os.Root, and
+// must be the very file core listed (its inode): the agent (or another
+// conversation's, in a shared folder) may have put a symlink in its
+// place, or turned outbox/ into one, since core listed it, and golem,
+// which reads what the agent cannot (its store, its config, the other
+// conversations' attachments), must follow neither; nor may it block on a
+// FIFO put there. Those are ErrNotAFile.
+func (f File) Open() (io.ReadCloser, error) {
+	if f.root == "" { // golem's own file (a /diff)
+		return os.Open(f.Path)
+	}
+	root, err := os.OpenRoot(f.root)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", f.Name, err)
+	}
+	defer root.Close()
+	fh, err := root.OpenFile(f.rel, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w: %w", f.Name, ErrNotAFile, err)
+	}
+	if fi, err := fh.Stat(); err != nil || !fi.Mode().IsRegular() || idOf(fi) != f.id {
+		fh.Close()
+		return nil, fmt.Errorf("open %s: %w", f.Name, ErrNotAFile)
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(fh, f.Size), fh}, nil
 }
 
 // handback is what a turn hands back besides its answer: the files the

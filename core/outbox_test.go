@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/golem-chat/golem/core"
@@ -155,5 +156,70 @@ func TestAnOutboxThatIsASymlinkSendsNothing(t *testing.T) {
 	h.stop()
 	if files := u.uploaded(); len(files) != 0 {
 		t.Errorf("uploaded %+v from a symlinked outbox", files)
+	}
+}
+
+// A file swapped after core listed it and before the platform reads it
+// (a symlink to golem's data, outbox/ turned into a symlink to it, a
+// FIFO that would block the read) sends nothing of what it leads to: the upload fails with a note, and the
+// answer's other files still go.
+func TestAnOutboxFileSwappedBeforeItsUploadSendsNothingElse(t *testing.T) {
+	secret := t.TempDir()
+	if err := os.WriteFile(filepath.Join(secret, "report.txt"), []byte("store-secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		swap func(t *testing.T, outbox string)
+	}{
+		{"a symlink to a file outside", func(t *testing.T, outbox string) {
+			os.Remove(filepath.Join(outbox, "report.txt"))
+			if err := os.Symlink(filepath.Join(secret, "report.txt"), filepath.Join(outbox, "report.txt")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"outbox turned into a symlink", func(t *testing.T, outbox string) {
+			os.Rename(outbox, outbox+".old")
+			if err := os.Symlink(secret, outbox); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a FIFO", func(t *testing.T, outbox string) {
+			os.Remove(filepath.Join(outbox, "report.txt"))
+			if err := syscall.Mkfifo(filepath.Join(outbox, "report.txt"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, chatLimits, nil)
+			u := &uploader{recorder: h.rec}
+			u.limits.MaxUpload = 1 << 20
+			outbox := filepath.Join(h.opts.Workspace, "outbox")
+			u.before = func(f core.File) {
+				if f.Name == "report.txt" {
+					tc.swap(t, outbox)
+				}
+			}
+			h.d.Register(u)
+			h.say("alice", "!write outbox/a-first.txt first\n!write outbox/report.txt the report\nhere you go")
+			h.rec.waitText("echo: here you go")
+			h.rec.waitFor("the note on the swapped file", func([]string) bool {
+				h.rec.mu.Lock()
+				defer h.rec.mu.Unlock()
+				return len(h.rec.activity) > 0
+			})
+			h.stop()
+			files := u.uploaded()
+			if len(files) != 1 || files[0].file.Name != "a-first.txt" || files[0].bytes != "first" {
+				t.Errorf("uploaded %+v, want a-first.txt alone", files)
+			}
+			h.rec.mu.Lock()
+			note := h.rec.activity[0].text
+			h.rec.mu.Unlock()
+			if !strings.Contains(note, "`report.txt` could not be sent") || !strings.Contains(note, core.ErrNotAFile.Error()) {
+				t.Errorf("the note on the swapped file: %q", note)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,8 @@ type uploader struct {
 	*recorder
 	mu    sync.Mutex
 	files []uploaded
+	// before, when set, runs as an upload starts (a swap in the outbox).
+	before func(core.File)
 }
 
 type uploaded struct {
@@ -30,7 +33,15 @@ type uploaded struct {
 var _ core.Uploader = (*uploader)(nil)
 
 func (u *uploader) Upload(_ context.Context, answer core.MessageRef, f core.File) error {
-	b, err := os.ReadFile(f.Path)
+	if u.before != nil {
+		u.before(f)
+	}
+	in, err := f.Open() // as the platforms' Uploaders read
+	if err != nil {
+		return err
+	}
+	b, err := io.ReadAll(in)
+	in.Close()
 	if err != nil {
 		return err
 	}

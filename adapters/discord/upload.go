@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
-	"os"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -23,7 +23,12 @@ const MaxUpload = 10 << 20
 // not possible (a DM). Like every channel message it carries a nonce with
 // enforce_nonce, so a retry after a failure that landed posts nothing new.
 func (a *Adapter) Upload(ctx context.Context, answer core.MessageRef, f core.File) error {
-	data, err := os.ReadFile(f.Path)
+	in, err := f.Open()
+	if err != nil {
+		return fmt.Errorf("discord: upload %s: %w", f.Name, err)
+	}
+	data, err := io.ReadAll(in)
+	in.Close()
 	if err != nil {
 		return fmt.Errorf("discord: upload %s: %w", f.Name, err)
 	}

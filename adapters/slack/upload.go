@@ -38,7 +38,12 @@ func (a *Adapter) Upload(ctx context.Context, answer core.MessageRef, f core.Fil
 		return fmt.Errorf("slack: upload %s: %w", f.Name, err)
 	}
 	err = a.do(ctx, "files.upload", func(ctx context.Context) error {
-		return a.api.UploadToURL(ctx, slackapi.UploadToURLParameters{UploadURL: u.UploadURL, File: f.Path, Filename: f.Name})
+		in, err := f.Open()
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		return a.api.UploadToURL(ctx, slackapi.UploadToURLParameters{UploadURL: u.UploadURL, Reader: in, Filename: f.Name})
 	})
 	if err != nil {
 		return fmt.Errorf("slack: upload %s: %w", f.Name, err)

@@ -3,7 +3,6 @@ package telegram
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -54,7 +53,7 @@ func (a *Adapter) sendFile(ctx context.Context, chat int64, method, field string
 	}
 	call := a.inBudget(chat, method, classMust, nil)
 	err = a.retry.Do(ctx, call, func(ctx context.Context) error {
-		in, err := os.Open(f.Path)
+		in, err := f.Open()
 		if err != nil {
 			return err // a sendFile that is not idempotent is not repeated
 		}
