@@ -33,6 +33,7 @@ import (
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/engine"
 	"github.com/golem-chat/golem/sandbox"
+	"github.com/golem-chat/golem/schedule"
 	"github.com/golem-chat/golem/worktree"
 )
 
@@ -76,6 +77,10 @@ type Config struct {
 	// Permissions is how much the agent may do without asking, and who
 	// answers when it asks.
 	Permissions Permissions `yaml:"permissions"`
+
+	// Schedules are the scheduled prompts' settings and the operator's
+	// own (see package schedule).
+	Schedules schedule.Config `yaml:"schedules"`
 
 	// Engines holds the section engines.<name> of every engine in the
 	// registry, by name; an engine the file does not mention has its
@@ -228,6 +233,7 @@ func Default() Config {
 		Permissions:   Permissions{Mode: string(engine.ModeAsk), Timeout: 10 * time.Minute},
 		Isolation:     worktree.Shared,
 		Sandbox:       sandbox.Default(),
+		Schedules:     schedule.DefaultConfig(),
 		WorktreeTTL:   336 * time.Hour,
 		Engines:       map[string]engine.Settings{},
 		Slack:         slack.Config{APIURL: slack.DefaultAPIURL, Streaming: slack.StreamEdits},

@@ -49,6 +49,9 @@ func (c *Config) Validate() error {
 	if err := c.Telegram.Memory.Check(); err != nil {
 		return err
 	}
+	if err := c.Schedules.Validate("schedules"); err != nil {
+		return err
+	}
 	if c.MaxUpload < 0 {
 		return fmt.Errorf("max_upload_bytes: must not be negative")
 	}

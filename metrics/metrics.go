@@ -11,6 +11,7 @@
 //	golem_approvals_total{decision,reason}         permission requests decided: allow, allow_session, deny; answered, timed_out, stopped, ...
 //	golem_engine_failures_total{engine,kind}       CLI failures: not_installed, start, crashed, cli_error
 //	golem_busy_messages_total{platform,engine,handling}  messages that came while their answer ran: steered, interrupted, queued
+//	golem_schedule_runs_total{outcome}             scheduled prompts' runs: done, error, skipped_busy, denied, over_budget, missed, ...
 //
 // plus the Go runtime's and the process's own (go_*, process_*).
 //
@@ -47,6 +48,7 @@ type Registry struct {
 	approvals     *prometheus.CounterVec
 	engineFailure *prometheus.CounterVec
 	busy          *prometheus.CounterVec
+	scheduleRuns  *prometheus.CounterVec
 }
 
 var (
@@ -95,8 +97,11 @@ func NewFor(replica string) *Registry {
 		busy: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "golem_busy_messages_total", Help: "Messages that came while their conversation's answer ran, by what was done: steered, interrupted, queued (the engine cannot steer).",
 		}, []string{"platform", "engine", "handling"}),
+		scheduleRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "golem_schedule_runs_total", Help: "Scheduled prompts' runs by how they ended: done, error, timed_out, stopped, skipped_busy, denied, over_budget, missed, shutdown, handed_over.",
+		}, []string{"outcome"}),
 	}
-	r.with.MustRegister(r.turns, r.duration, r.firstText, r.calls, r.rateLimited, r.approvals, r.engineFailure, r.busy,
+	r.with.MustRegister(r.turns, r.duration, r.firstText, r.calls, r.rateLimited, r.approvals, r.engineFailure, r.busy, r.scheduleRuns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return r
 }
@@ -157,6 +162,10 @@ func (r *Registry) Approval(decision, reason string) {
 func (r *Registry) BusyMessage(platform, engine, handling string) {
 	r.busy.WithLabelValues(platform, engine, handling).Inc()
 }
+
+// ScheduleRun counts a scheduled prompt's run by its outcome (the schedule
+// loop's Options.Counted).
+func (r *Registry) ScheduleRun(outcome string) { r.scheduleRuns.WithLabelValues(outcome).Inc() }
 
 // Called implements retry.Observer.
 func (r *Registry) Called(platform, method string) { r.calls.WithLabelValues(platform, method).Inc() }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -265,4 +266,18 @@ func grep(text, prefix string) string {
 		}
 	}
 	return b.String()
+}
+
+func TestMetricsCountScheduleRuns(t *testing.T) {
+	reg := metrics.New()
+	reg.ScheduleRun("done")
+	reg.ScheduleRun("done")
+	reg.ScheduleRun("skipped_busy")
+	rec := httptest.NewRecorder()
+	reg.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, want := range []string{`golem_schedule_runs_total{outcome="done"} 2`, `golem_schedule_runs_total{outcome="skipped_busy"} 1`} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("no %s in\n%s", want, rec.Body.String())
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/golem-chat/golem/internal/retry"
 	"github.com/golem-chat/golem/metrics"
 	"github.com/golem-chat/golem/sandbox"
+	"github.com/golem-chat/golem/schedule"
 	"github.com/golem-chat/golem/store"
 	"github.com/golem-chat/golem/worktree"
 )
@@ -39,6 +40,7 @@ type app struct {
 	workdirs  *worktree.Workspaces
 	metrics   *metrics.Registry // served at GET /metrics by the HTTP API
 	member    membership        // this golem among the replicas sharing its store
+	schedules *schedule.Book    // its loop runs on the replica leading "schedules"
 }
 
 // configFlag adds --config to fs; the default ./bot.yaml may be missing
@@ -128,6 +130,14 @@ func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 	if queueDepth == 0 {
 		queueDepth = -1 // queue_depth: 0 means none may wait; core's 0 is its default
 	}
+	sopts, err := cfg.Schedules.Options()
+	if err != nil {
+		member.close()
+		st.Close()
+		return nil, fmt.Errorf("schedules: %w", err)
+	}
+	sopts.Store, sopts.Logger, sopts.Counted = st, log, meter.ScheduleRun
+	book := schedule.New(sopts)
 	budgets := core.Budgets{DailyUSDPerUser: cfg.Limits.DailyUSDPerUser, MonthlyUSDPerConversation: cfg.Limits.MonthlyUSDPerConversation}
 	if cfg.Limits.ExemptApprovers { // permissions.approvers are never refused
 		budgets.Exempt = cfg.Permissions.Approvers
@@ -159,6 +169,7 @@ func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 		Context:       core.ContextLimits{MaxMessages: cfg.Context.MaxMessages, MaxChars: cfg.Context.MaxChars},
 		Budgets:       budgets,
 		Cluster:       shared,
+		Schedules:     book,
 	})
 	if err != nil {
 		member.close()
@@ -166,13 +177,21 @@ func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 		return nil, err
 	}
 	meter.Watch(d)
+	book.Bind(d)
+	if err := book.Declare(cfg.Schedules.Jobs); err != nil {
+		_ = d.Close(context.Background())
+		member.close()
+		st.Close()
+		return nil, err
+	}
 	retry.Observe(meter) // every platform call of this process
 	for _, a := range cfg.Access.Allow {
 		if a == "*" {
 			log.Warn(`access.allow has "*": ANYONE who can message the bot runs commands on this machine`)
 		}
 	}
-	return &app{cfg: cfg, log: log, store: st, d: d, workspace: workspace, workdirs: workdirs, metrics: meter, member: member}, nil
+	return &app{cfg: cfg, log: log, store: st, d: d, workspace: workspace, workdirs: workdirs, metrics: meter, member: member,
+		schedules: book}, nil
 }
 
 // newWorkdirs makes the conversations' working directories as isolation
@@ -272,6 +291,12 @@ func (a *app) cleanWorktreesLeading(ctx context.Context) {
 		case <-tick.C:
 		}
 	}
+}
+
+// runSchedules fires the scheduled prompts while this replica leads
+// "schedules" (alone: always), until ctx ends.
+func (a *app) runSchedules(ctx context.Context) {
+	a.member.replica.Lead(ctx, "schedules", a.schedules.Run) // once, cluster-wide
 }
 
 // inbox is where adapters save attachments: inside the workspace, so the

@@ -15,6 +15,7 @@ import (
 	"github.com/golem-chat/golem/config"
 	"github.com/golem-chat/golem/engine"
 	"github.com/golem-chat/golem/sandbox"
+	"github.com/golem-chat/golem/schedule"
 	"github.com/golem-chat/golem/store"
 	"github.com/golem-chat/golem/worktree"
 )
@@ -48,6 +49,7 @@ func checkStore(cfg config.Config) []finding {
 		return []finding{{"store", fail, err.Error() + " — make it readable and writable by the user golem runs as"}}
 	}
 	turns, err := st.InFlightTurns()
+	sched := checkSchedules(cfg, st)
 	_ = st.Close()
 	if err != nil {
 		return []finding{{"store", fail, err.Error()}}
@@ -56,7 +58,22 @@ func checkStore(cfg config.Config) []finding {
 	if len(turns) > 0 {
 		text += fmt.Sprintf("; %d turns were cut short by the last stop and get an interrupted notice at the next start", len(turns))
 	}
-	return []finding{{"store", pass, text}}
+	return []finding{{"store", pass, text}, sched}
+}
+
+// checkSchedules counts the scheduled prompts in st and names the next
+// run.
+func checkSchedules(cfg config.Config, st store.Store) finding {
+	opts, err := cfg.Schedules.Options()
+	if err != nil {
+		return finding{"schedules", fail, err.Error()}
+	}
+	opts.Store = st
+	o, err := schedule.New(opts).Overview(time.Now())
+	if err != nil {
+		return finding{"schedules", fail, err.Error()}
+	}
+	return finding{"schedules", pass, o.String()}
 }
 
 // checkEtcdStore opens the etcd store the way serve does; an empty prefix
@@ -72,6 +89,7 @@ func checkEtcdStore(cfg config.Config) []finding {
 		return []finding{{"store", fail, err.Error()}}
 	}
 	turns, err := st.InFlightTurns()
+	sched := checkSchedules(cfg, st)
 	_ = st.Close()
 	if err != nil {
 		return []finding{{"store", fail, err.Error()}}
@@ -80,7 +98,7 @@ func checkEtcdStore(cfg config.Config) []finding {
 	if len(turns) > 0 {
 		text += fmt.Sprintf("; %d turns in flight", len(turns))
 	}
-	return []finding{{"store", pass, text}}
+	return []finding{{"store", pass, text}, sched}
 }
 
 // existingParent is dir or its nearest ancestor that exists.

@@ -64,6 +64,11 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		defer wg.Done()
 		a.cleanWorktrees(ctx)
 	}()
+	loop := make(chan struct{})
+	go func() {
+		defer close(loop)
+		a.runSchedules(ctx)
+	}()
 	var runErr error
 	select {
 	case <-ctx.Done():
@@ -72,6 +77,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		log.Error("platform failed; shutting down", "err", runErr)
 	}
 	stopPlatforms()
+	<-loop // its runs have given up waiting; their turns end with the dispatcher
 	closeErr := a.close()
 	wg.Wait()
 	return errors.Join(runErr, closeErr)

@@ -132,7 +132,8 @@ func TestDoctorChecksAnEtcdStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := checkStore(cfg); len(got) != 1 || got[0].v != pass || !strings.Contains(got[0].text, c.URL("doctor")+" opens") {
+	if got := checkStore(cfg); len(got) != 2 || got[0].v != pass || !strings.Contains(got[0].text, c.URL("doctor")+" opens") ||
+		got[1] != (finding{"schedules", pass, "no schedules"}) {
 		t.Errorf("doctor on a fresh prefix: %+v", got)
 	}
 	st, err := etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints, Prefix: "newer"})
