@@ -1,0 +1,143 @@
+package schedule_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/engine/enginetest"
+	"github.com/golem-chat/golem/internal/bottest"
+	"github.com/golem-chat/golem/schedule"
+	"github.com/golem-chat/golem/store"
+	"github.com/jonboulle/clockwork"
+)
+
+// fill saves n daily schedules spread over the day's minutes (about 7 a
+// minute), or all in hour 3 when quiet, in conversations of 20 schedules
+// each.
+func fill(tb testing.TB, st store.Store, n int, created time.Time, quiet bool) {
+	tb.Helper()
+	for i := range n {
+		key := store.NewKey("slack", "T1", fmt.Sprint("C", i/20), "")
+		hour := i / 60 % 24
+		if quiet {
+			hour = 3
+		}
+		sc := store.Schedule{ID: fmt.Sprintf("b%05d", i), Key: key, Platform: "slack", Workspace: "T1", Channel: key.Channel, User: "U1",
+			Spec: fmt.Sprintf("%d %d * * *", i%60, hour), Prompt: "p", Created: created}
+		if err := st.SaveSchedule(sc); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+func cpu() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// countRunner answers every run done at once.
+type countRunner struct{ runs atomic.Int64 }
+
+func (r *countRunner) RunPrompt(context.Context, core.Prompt) string { r.runs.Add(1); return "done" }
+func (r *countRunner) Notify(core.Prompt, string)                    {}
+
+// BenchmarkLoopMinute is one minute of the loop over 10,000 schedules in
+// a bbolt store (about 7 of them due each minute, every one recorded):
+// cpu-ms/min is the process's CPU time per minute of the clock.
+func BenchmarkLoopMinute(b *testing.B) {
+	st, err := store.Open(filepath.Join(b.TempDir(), "golem.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	clock := clockwork.NewFakeClockAt(t0)
+	fill(b, st, 10000, t0, false)
+	r := &countRunner{}
+	book := schedule.New(schedule.Options{Store: st, Clock: clock, Runner: r, Logger: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { book.Run(ctx); close(done) }()
+	wait := func() {
+		wctx, stop := context.WithTimeout(context.Background(), time.Minute)
+		defer stop()
+		if err := clock.BlockUntilContext(wctx, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	wait()
+	b.ResetTimer()
+	start := cpu()
+	for range b.N {
+		clock.Advance(time.Minute)
+		wait()
+	}
+	cancel()
+	<-done // every run recorded
+	b.StopTimer()
+	b.ReportMetric(float64((cpu()-start).Microseconds())/1000/float64(b.N), "cpu-ms/min")
+	b.ReportMetric(float64(r.runs.Load())/float64(b.N), "runs/min")
+}
+
+// BenchmarkInstantToAgentStart: with 10,000 schedules in the store, the
+// time from a schedule's instant (the clock reaching it) to its agent's
+// process starting, through the real dispatcher and the fake agent CLI.
+func BenchmarkInstantToAgentStart(b *testing.B) {
+	clock := clockwork.NewFakeClockAt(t0)
+	var book *schedule.Book
+	bot := bottest.New(b, bottest.Options{Allow: []string{"slack:U1"}, Tune: func(o *core.Options) {
+		book = schedule.New(schedule.Options{Store: o.Store, Clock: clock, Logger: o.Logger})
+		o.Schedules = book
+	}})
+	book.Bind(bot.Dispatcher)
+	fill(b, bot.Store, 10000, t0, true) // none due while it runs: the loop holds them all, the agent runs one
+	key := store.NewKey("slack", "T1", "C-bench", "")
+	if err := bot.Store.SaveSchedule(store.Schedule{ID: "due", Key: key, Platform: "slack", Workspace: "T1", Channel: "C-bench",
+		User: "U1", Spec: "@every 1m", Prompt: "hi", Created: t0}); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { book.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	wctx, stop := context.WithTimeout(context.Background(), time.Minute)
+	defer stop()
+	var lat []time.Duration
+	seen := 0
+	b.ResetTimer()
+	for range b.N {
+		if err := clock.BlockUntilContext(wctx, 1); err != nil {
+			b.Fatal(err)
+		}
+		at := time.Now()
+		clock.Advance(time.Minute)
+		var inv []enginetest.Invocation
+		for deadline := time.Now().Add(30 * time.Second); len(inv) <= seen; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				b.Fatal("no agent run")
+			}
+			inv = enginetest.ReadLog(b, bot.AgentLog)
+		}
+		for _, i := range inv[seen:] {
+			if i.Prompt == "hi" {
+				lat = append(lat, time.Unix(0, i.Started).Sub(at))
+			}
+		}
+		seen = len(inv)
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	if len(lat) == 0 {
+		b.Fatal("no run of the due schedule")
+	}
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
+}
