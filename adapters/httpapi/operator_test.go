@@ -1,10 +1,13 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -326,4 +329,69 @@ func TestOperatorAllowsByKey(t *testing.T) {
 	if len(d.Audit) != 1 || d.Audit[0].Action != "allow" {
 		t.Errorf("audit %+v", d.Audit)
 	}
+}
+
+// TestOperatorQueued: a turn waiting for one of max_concurrent's slots is
+// listed queued, and messages behind a running turn are counted.
+func TestOperatorQueued(t *testing.T) {
+	ln, base := listen(t)
+	b := bottest.New(t, bottest.Options{Trusted: []string{"http"}, MaxConcurrent: 1,
+		Tune: func(o *core.Options) { o.Busy = core.BusyQueue }})
+	s, err := New(Options{Listener: ln, Logger: testLogger(t), Operator: b.Dispatcher, Store: b.Store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Start(s)
+	first := postChat(t, base, `{"conversation":"a","text":"!text 10\n!hang"}`)
+	if _, err := newSSEReader(first.Body).next(); err != nil {
+		t.Fatal(err)
+	}
+	postChat(t, base, `{"conversation":"a","text":"behind"}`)
+	postChat(t, base, `{"conversation":"b","text":"waits for a slot"}`)
+	byKey := map[string]conversationJSON{}
+	eventually(t, "a runs with one behind it, b is queued", func() bool {
+		var all listing
+		getJSON(t, base+"/v1/conversations", "", &all)
+		for _, c := range all.Conversations {
+			byKey[c.Key] = c
+		}
+		return byKey["http::a"].State == "running" && byKey["http::a"].Queued == 1 && byKey["http::b"].State == "queued"
+	})
+	var only listing
+	getJSON(t, base+"/v1/conversations?state=queued", "", &only)
+	if len(only.Conversations) != 1 || only.Conversations[0].Key != "http::b" {
+		t.Errorf("?state=queued listed %+v", only.Conversations)
+	}
+	for _, k := range []string{"http::a", "http::b"} {
+		if res := call(t, http.MethodPost, convURL(base, k, "/stop"), "", ""); res.StatusCode != 200 {
+			t.Errorf("stop %s: %d", k, res.StatusCode)
+		}
+	}
+}
+
+// FuzzConversationPath: whatever key a path names, the answer is a 2xx
+// or a 4xx, never a 500.
+func FuzzConversationPath(f *testing.F) {
+	for _, k := range []string{"slack:T1:C1", "..%2F", "a%00b", "http::x:y", "%3A%3A", "slack:T1:C1:7", "::", "x:y:z:w:v"} {
+		f.Add(k)
+	}
+	b := bottest.New(f, bottest.Options{Trusted: []string{"http"}})
+	if err := b.Store.SaveConversation(store.Conversation{Key: store.NewKey("slack", "T1", "C1", "")}); err != nil {
+		f.Fatal(err)
+	}
+	s, err := New(Options{Listen: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler), Operator: b.Dispatcher, Store: b.Store})
+	if err != nil {
+		f.Fatal(err)
+	}
+	h := s.routes(context.Background(), b.Dispatcher)
+	f.Fuzz(func(t *testing.T, key string) {
+		for _, route := range []struct{ method, rest string }{{"GET", ""}, {"GET", "/events"}, {"GET", "/diff"}, {"POST", "/new"}} {
+			req := httptest.NewRequest(route.method, "http://127.0.0.1/v1/conversations/"+url.PathEscape(key)+route.rest, nil)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code >= 500 {
+				t.Fatalf("%s %q%s: %d %s", route.method, key, route.rest, rec.Code, rec.Body.String())
+			}
+		}
+	})
 }

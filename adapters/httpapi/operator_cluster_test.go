@@ -1,0 +1,128 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/golem-chat/golem/cluster"
+	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/engine"
+	"github.com/golem-chat/golem/engine/enginetest"
+	"github.com/golem-chat/golem/internal/etcdtest"
+	"github.com/golem-chat/golem/store/etcdstore"
+)
+
+// sharedChat is one chat platform that every replica posts to.
+type sharedChat struct {
+	mu   sync.Mutex
+	next int
+}
+
+func (c *sharedChat) Platform() string                                { return "rec" }
+func (c *sharedChat) Start(ctx context.Context, _ core.Handler) error { <-ctx.Done(); return nil }
+func (c *sharedChat) Limits() core.Limits                             { return core.Limits{MaxLen: 4000} }
+func (c *sharedChat) Measure(s string) int                            { return utf8.RuneCountInString(s) }
+func (c *sharedChat) Edit(context.Context, core.MessageRef, string) error {
+	return nil
+}
+func (c *sharedChat) SendActivity(context.Context, core.MessageRef, string) error { return nil }
+func (c *sharedChat) Send(_ context.Context, to core.Place, _ string) (core.MessageRef, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.next++
+	return core.MessageRef{Channel: to.Channel, Thread: to.Thread, ID: strconv.Itoa(c.next)}, nil
+}
+
+// TestOperatorAcrossReplicas: two replicas on one etcd, each with its
+// operator's API. A turn running on replica a is listed by b's API as
+// running on a, b refuses to stop it (409, naming a), and a's API stops it.
+func TestOperatorAcrossReplicas(t *testing.T) {
+	ec := etcdtest.Start(t, 1)
+	dir := t.TempDir()
+	eng := engine.NewClaudeCode(engine.Config{Command: enginetest.Build(t), Env: map[string]string{"FAKE_AGENT_LOG": filepath.Join(dir, "agent.log")}})
+	chat := &sharedChat{}
+	type replica struct {
+		d    *core.Dispatcher
+		base string
+	}
+	start := func(name string) replica {
+		st, err := etcdstore.Open(etcdstore.Config{Endpoints: ec.Endpoints, Prefix: "golem"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		r, err := cluster.JoinEtcd(ctx, cluster.EtcdOptions{Client: st.Client(), Prefix: st.Prefix(), Name: name, TTL: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conv := cluster.NewConversations(r, nil)
+		st.SetFence(conv.Fence)
+		d, err := core.NewDispatcher(core.Options{Engines: map[string]engine.Engine{"claude-code": eng}, DefaultEngine: "claude-code",
+			Workspace: dir, Allow: []string{"rec:*"}, Store: st, Cluster: conv, Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conv.Bind(d)
+		d.Register(chat)
+		ln, base := listen(t)
+		s, err := New(Options{Listener: ln, Logger: testLogger(t), Operator: d, Store: st, Replica: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sctx, stop := context.WithCancel(context.Background())
+		served := make(chan error, 1)
+		go func() { served <- s.Start(sctx, d) }()
+		t.Cleanup(func() {
+			stop()
+			<-served
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			d.Close(ctx)
+			cancel()
+			conv.Close()
+			r.Close()
+			st.Close()
+		})
+		return replica{d: d, base: base}
+	}
+	a, b := start("a"), start("b")
+	a.d.Handle(context.Background(), core.Message{Platform: "rec", Channel: "C1", ID: "m1", EventID: "m1", User: "alice", Text: "!text 10\n!hang"})
+
+	var seen conversationJSON
+	eventually(t, "b lists the turn running on a", func() bool {
+		var all listing
+		getJSON(t, b.base+"/v1/conversations", "", &all)
+		for _, c := range all.Conversations {
+			if c.Key == "rec::C1" {
+				seen = c
+			}
+		}
+		return seen.State == "running" && seen.Replica == "a"
+	})
+	res := call(t, http.MethodPost, convURL(b.base, "rec::C1", "/stop"), "", "")
+	if res.StatusCode != http.StatusConflict {
+		t.Fatalf("stop from b: %d, want 409", res.StatusCode)
+	}
+	if msg := errorBody(t, res); !strings.Contains(msg, "replica a") {
+		t.Errorf("b's refusal %q does not name replica a", msg)
+	}
+	var there conversationJSON
+	getJSON(t, convURL(a.base, "rec::C1"), "", &there)
+	if there.State != "running" || there.Replica != "a" {
+		t.Errorf("a shows %+v", there)
+	}
+	if res := call(t, http.MethodPost, convURL(a.base, "rec::C1", "/stop"), "", ""); res.StatusCode != 200 {
+		t.Fatalf("stop from a: %d", res.StatusCode)
+	}
+	eventually(t, "b lists it idle", func() bool {
+		getJSON(t, convURL(b.base, "rec::C1"), "", &seen)
+		return seen.State == "idle"
+	})
+}
