@@ -197,7 +197,7 @@ func (h handback) withheldNote() string {
 func (h handback) sinkEvents() []parser.Event {
 	var out []parser.Event
 	for _, f := range h.files {
-		out = append(out, parser.Event{Type: parser.File, Name: f.Name, File: &parser.FileInfo{Size: f.Size, Path: f.Path}})
+		out = append(out, parser.Event{Type: parser.File, Name: f.Name, File: &parser.FileInfo{Size: f.Size, Path: f.Path, Open: f.Open}})
 	}
 	if h.more > 0 {
 		out = append(out, parser.Event{Type: parser.Warning, Message: h.moreNote()})

@@ -2,6 +2,8 @@ package core_test
 
 import (
 	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -221,5 +223,52 @@ func TestAnOutboxFileSwappedBeforeItsUploadSendsNothingElse(t *testing.T) {
 				t.Errorf("the note on the swapped file: %q", note)
 			}
 		})
+	}
+}
+
+// A Sink (the HTTP API, which copies the bytes when it hands the event
+// on) reads a file event's bytes with its Open, which follows no symlink
+// put in the file's place since core listed it.
+func TestAFileEventOpensOnlyTheFileCoreListed(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "golem.db")
+	if err := os.WriteFile(secret, []byte("store-secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, chatLimits, nil)
+	q := h.sinkMessage("!write outbox/a.txt alpha\n!write outbox/b.txt bravo\nok")
+	var files []parser.Event
+	for done := false; !done; {
+		for _, ev := range q.Take() {
+			if ev.Type == parser.File {
+				files = append(files, ev)
+			}
+			done = done || ev.Terminal()
+		}
+		if !done {
+			<-q.Ready()
+		}
+	}
+	if len(files) != 2 || files[0].File.Open == nil {
+		t.Fatalf("file events %+v", files)
+	}
+	read := func(ev parser.Event) (string, error) {
+		in, err := ev.File.Open()
+		if err != nil {
+			return "", err
+		}
+		defer in.Close()
+		b, err := io.ReadAll(in)
+		return string(b), err
+	}
+	if got, err := read(files[0]); err != nil || got != "alpha" {
+		t.Errorf("a.txt read %q, %v", got, err)
+	}
+	b := filepath.Join(h.opts.Workspace, "outbox", "b.txt")
+	os.Remove(b)
+	if err := os.Symlink(secret, b); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := read(files[1]); !errors.Is(err, core.ErrNotAFile) || strings.Contains(got, "secret") {
+		t.Errorf("b.txt swapped for a symlink to golem's data read %q, %v", got, err)
 	}
 }

@@ -12,6 +12,7 @@ package parser
 
 import (
 	"encoding/json"
+	"io"
 	"strconv"
 	"unicode/utf8"
 )
@@ -145,6 +146,9 @@ type FileInfo struct {
 	Size int64
 	Path string
 	URL  string
+	// Open, when set, is how to read the bytes at Path (core's File.Open,
+	// which follows no symlink the agent put there); nil opens Path.
+	Open func() (io.ReadCloser, error) `json:"-"`
 }
 
 // Permission holds what only permission events carry.

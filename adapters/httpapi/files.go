@@ -57,7 +57,7 @@ func (fs *fileStore) event(ev parser.Event) parser.Event {
 		return parser.Event{Type: parser.Warning, Message: fmt.Sprintf(
 			"the agent left %s (%d bytes), over the %d bytes the HTTP API serves; it is at %s", ev.Name, f.Size, fs.max, f.Path)}
 	}
-	id, size, err := fs.put(ev.Name, f.Path)
+	id, size, err := fs.put(ev.Name, f)
 	if err != nil {
 		return parser.Event{Type: parser.Warning, Message: fmt.Sprintf("the agent left %s, which could not be offered: %v; it is at %s", ev.Name, err, f.Path)}
 	}
@@ -74,7 +74,7 @@ func safeName(name string) string {
 	return base
 }
 
-func (fs *fileStore) put(name, src string) (id string, size int64, err error) {
+func (fs *fileStore) put(name string, src *parser.FileInfo) (id string, size int64, err error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if fs.dir == "" {
@@ -90,7 +90,11 @@ func (fs *fileStore) put(name, src string) (id string, size int64, err error) {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	id = hex.EncodeToString(b[:])
-	in, err := os.Open(src)
+	open := src.Open
+	if open == nil {
+		open = func() (io.ReadCloser, error) { return os.Open(src.Path) }
+	}
+	in, err := open()
 	if err != nil {
 		return "", 0, err
 	}
