@@ -55,6 +55,9 @@ func (b *Book) Run(ctx context.Context) {
 			if !e.sc.Paused && !e.next.IsZero() && e.next.Before(wake) {
 				wake = e.next
 			}
+			if !e.sc.Paused && !e.sc.Retry.IsZero() && e.sc.Retry.Before(wake) {
+				wake = e.sc.Retry
+			}
 		}
 		timer := b.clock.NewTimer(wake.Sub(now))
 		select {
@@ -135,6 +138,25 @@ func (b *Book) visit(ctx context.Context, e *entry, now time.Time) {
 				return
 			}
 			b.fire(ctx, sc, "now", now)
+		})
+	}
+	if r := e.sc.Retry; !e.sc.Paused && !r.IsZero() && !r.After(now) {
+		e.sc.Retry = time.Time{}
+		sc := e.sc
+		b.start(func() {
+			cleared := false
+			if _, err := b.opts.Store.UpdateSchedule(sc.ID, func(s *store.Schedule) bool {
+				cleared = s.Retry.Equal(r) && !s.Paused
+				if cleared {
+					s.Retry = time.Time{}
+				}
+				return cleared
+			}); err != nil || !cleared {
+				b.reread(sc.ID)
+				return
+			}
+			loc, _ := b.zone(sc)
+			b.fire(ctx, sc, fmt.Sprintf("%s · retry %d", sc.Fired.In(loc).Format("15:04"), sc.Failures), now)
 		})
 	}
 	if e.sc.Paused || e.next.IsZero() || e.next.After(now) {
@@ -225,6 +247,22 @@ func (b *Book) fire(ctx context.Context, sc store.Schedule, label string, at tim
 	b.record(sc, outcome, r)
 }
 
+// backoff is how long after its n-th failure in a row a run is tried
+// again: 1 min, 2, 4, 8, ... at most an hour.
+func backoff(n int) time.Duration {
+	return min(time.Minute<<min(n-1, 6), time.Hour)
+}
+
+// nextAfter is sc's next regular instant after its last fired one, zero
+// when it has none.
+func (b *Book) nextAfter(sc store.Schedule) time.Time {
+	e, err := b.entryOf(sc)
+	if err != nil || e.next.IsZero() {
+		return time.Time{}
+	}
+	return e.next
+}
+
 // failed reports whether a run that ended with outcome counts as failed.
 func failed(outcome string) bool {
 	return outcome == "failed" || outcome == "timed_out" || outcome == "error"
@@ -242,6 +280,7 @@ func (b *Book) record(sc store.Schedule, outcome string, r Runner) {
 		if !sc.Missed.IsZero() && s.Missed.Equal(sc.Missed) && outcome != "shutdown" {
 			s.Missed = time.Time{} // told
 		}
+		s.Retry = time.Time{}
 		switch {
 		case outcome == "done":
 			s.Failures = 0
@@ -249,6 +288,9 @@ func (b *Book) record(sc store.Schedule, outcome string, r Runner) {
 			s.Failures++
 			if s.Failures >= MaxFailures && !s.Paused {
 				s.Paused, why = true, fmt.Sprintf("its last %d runs failed", s.Failures)
+			}
+			if retry := now.Add(backoff(s.Failures)); !s.Paused && s.Spec != "" && retry.Before(b.nextAfter(*s)) {
+				s.Retry = retry // before the next run, which comes on time
 			}
 		case outcome == "denied" && !s.Paused:
 			s.Paused, why = true, "the person who set it may not use the bot any more (`access.allow`)"

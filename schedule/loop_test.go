@@ -237,6 +237,56 @@ func TestFailuresPause(t *testing.T) {
 	}
 }
 
+// TestFailedRunBacksOff: a failed run is tried again 1 min, then 2 min
+// later, until it works; the next run still comes on time, and retries
+// never pass it.
+func TestFailedRunBacksOff(t *testing.T) {
+	b := newBed(t, "", nil, schedule.Options{})
+	fails := 2
+	b.runner.set(func(core.Prompt) string {
+		if fails > 0 {
+			fails--
+			return "error"
+		}
+		return "done"
+	})
+	b.start()
+	b.command("every", `"0 9 * * *" --name build p`)
+	b.sleeping()
+	b.advance(time.Minute) // 09:00: fails
+	if p := b.runner.next(t); p.Header != "⏰ build · 09:00" {
+		t.Errorf("header %q", p.Header)
+	}
+	recorded := func(n int) {
+		eventually(t, "the failure recorded", func() bool {
+			all, _ := b.st.AllSchedules()
+			return len(all) == 1 && all[0].Failures == n && (n == 0 || !all[0].Retry.IsZero())
+		})
+		b.sleeping()
+	}
+	recorded(1)
+	b.advance(59 * time.Second)
+	b.runner.none(t)
+	b.advance(time.Second) // 09:01
+	if p := b.runner.next(t); p.Header != "⏰ build · 09:00 · retry 1" {
+		t.Errorf("first retry %q", p.Header)
+	}
+	recorded(2)
+	b.advance(time.Minute)
+	b.runner.none(t)
+	b.advance(time.Minute) // 09:03: works
+	if p := b.runner.next(t); p.Header != "⏰ build · 09:00 · retry 2" {
+		t.Errorf("second retry %q", p.Header)
+	}
+	recorded(0)
+	b.advance(time.Hour)
+	b.runner.none(t)
+	b.advance(23*time.Hour - 3*time.Minute) // the next day, on time
+	if p := b.runner.next(t); p.Header != "⏰ build · 09:00" {
+		t.Errorf("the next run %q", p.Header)
+	}
+}
+
 func TestAccessRemovedPauses(t *testing.T) {
 	b := newBed(t, "", nil, schedule.Options{})
 	b.runner.set(func(core.Prompt) string { return core.PromptDenied })

@@ -53,6 +53,9 @@ type Schedule struct {
 	// RunNow asks the loop, wherever it runs, for a run at once (/runnow);
 	// it clears the flag with a compare, so that one replica runs it.
 	RunNow bool `json:"run_now,omitempty"`
+	// Retry is when a failed run is tried again (zero: none); cleared
+	// with a compare as RunNow is.
+	Retry time.Time `json:"retry,omitzero"`
 }
 
 // Schedules are the scheduled prompts.

@@ -28,13 +28,13 @@ func testSchedules(t *testing.T, open func() store.Store) {
 		if sc.Prompt != daily.Prompt {
 			t.Errorf("fn got %+v, want the stored schedule", sc)
 		}
-		sc.Paused, sc.LastRun, sc.LastOutcome, sc.Failures = true, t0.Add(time.Minute), "failed", 2
+		sc.Paused, sc.LastRun, sc.LastOutcome, sc.Failures, sc.Retry = true, t0.Add(time.Minute), "failed", 2, t0.Add(3*time.Minute)
 		return true
 	})
 	if err != nil || !found {
 		t.Fatalf("update = %t, %v", found, err)
 	}
-	daily.Paused, daily.LastRun, daily.LastOutcome, daily.Failures = true, t0.Add(time.Minute), "failed", 2
+	daily.Paused, daily.LastRun, daily.LastOutcome, daily.Failures, daily.Retry = true, t0.Add(time.Minute), "failed", 2, t0.Add(3*time.Minute)
 	if found, err := s.UpdateSchedule("none", func(*store.Schedule) bool { t.Error("fn called for an absent schedule"); return true }); err != nil || found {
 		t.Errorf("update of an absent schedule = %t, %v; want false, nil", found, err)
 	}
@@ -71,8 +71,8 @@ func testSchedules(t *testing.T, open func() store.Store) {
 
 func sameSchedule(a, b store.Schedule) bool {
 	times := func(s *store.Schedule) []time.Time {
-		ts := []time.Time{s.At, s.Created, s.Fired, s.LastRun, s.Missed}
-		s.At, s.Created, s.Fired, s.LastRun, s.Missed = time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}
+		ts := []time.Time{s.At, s.Created, s.Fired, s.LastRun, s.Missed, s.Retry}
+		s.At, s.Created, s.Fired, s.LastRun, s.Missed, s.Retry = time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}
 		return ts
 	}
 	ta, tb := times(&a), times(&b)
