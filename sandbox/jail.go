@@ -133,7 +133,10 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 	}
 	if home != "" && home != "/" {
 		for _, s := range t.s.homeSockets(home) {
-			b.mask(s)
+			// Not one in sandbox.writable: a local model's, given on purpose.
+			if !slices.ContainsFunc(t.policy.Writable, func(w string) bool { return within(s, w) }) {
+				b.mask(s)
+			}
 		}
 	}
 	pl := t.place

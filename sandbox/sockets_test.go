@@ -40,7 +40,8 @@ func listenUnix(t *testing.T, path string) {
 // wherever it sees the file system: one in /run (Docker's, D-Bus's live
 // there), one below $HOME, and another turn's proxy socket in golem's
 // TMPDIR (here not /tmp); each of them answers outside. The turn's own
-// proxy still carries its requests.
+// proxy still carries its requests, and a socket in a folder of
+// sandbox.writable (a local model's) stays reachable.
 func TestSockets(t *testing.T) {
 	f := newFixture(t)
 	tmp, err := os.MkdirTemp("/var/tmp", "golem-tmpdir-")
@@ -51,7 +52,9 @@ func TestSockets(t *testing.T) {
 	t.Setenv("TMPDIR", tmp) // golem's own, where the proxy sockets go
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello through the proxy") }))
 	defer srv.Close()
-	s := need(t, Config{AllowHosts: []string{strings.TrimPrefix(srv.URL, "http://")}}, Options{})
+	given := filepath.Join(f.home, "model", "model.sock")
+	listenUnix(t, given)
+	s := need(t, Config{AllowHosts: []string{strings.TrimPrefix(srv.URL, "http://")}, Writable: []string{filepath.Dir(given)}}, Options{})
 
 	sockets := []string{filepath.Join(f.home, ".local", "share", "app", "agent.sock")}
 	if run := fmt.Sprintf("/run/golem-sbtest-%d.sock", os.Getpid()); os.Geteuid() == 0 {
@@ -83,6 +86,7 @@ func TestSockets(t *testing.T) {
 		}
 		script.WriteString(probe(p))
 	}
+	script.WriteString(probe(given))
 	script.WriteString("ls -A /run\n")
 	script.WriteString("curl -sS -m 20 " + srv.URL + "; echo\n")
 	out, err := run(t, s.Turn(Config{}, Place{Workdir: f.work}), f.env, script.String())
@@ -93,6 +97,9 @@ func TestSockets(t *testing.T) {
 		if !strings.Contains(out, "refused "+p) {
 			t.Errorf("the agent reached the host's socket %s:\n%s", p, out)
 		}
+	}
+	if !strings.Contains(out, "reached "+given) {
+		t.Errorf("the socket in sandbox.writable is out of reach:\n%s", out)
 	}
 	if !strings.Contains(out, "hello through the proxy") {
 		t.Errorf("the turn's own proxy did not carry its request:\n%s", out)
