@@ -38,6 +38,10 @@ const (
 	PromptDenied      = "denied"       // its person is not in access.allow any more
 	PromptOverBudget  = "over_budget"  // refused by a budget, which the chat was told
 	PromptShutdown    = "shutdown"     // golem was shutting down
+	// PromptUnreachable: no platform of its name is served here (its
+	// token was removed, or it was set in `bot run`'s terminal), so no
+	// agent runs for an answer nobody would see.
+	PromptUnreachable = "unreachable"
 	// PromptHandedOver: another replica claimed the conversation as the
 	// prompt was admitted, and runs it from its mailbox as a message.
 	PromptHandedOver = "handed_over"
@@ -77,6 +81,9 @@ func (d *Dispatcher) RunPrompt(ctx context.Context, p Prompt) string {
 	m := p.message()
 	if !p.Operator && !d.allowed(m) {
 		return PromptDenied
+	}
+	if d.poster(p.Platform) == nil {
+		return PromptUnreachable
 	}
 	pr := &prompted{header: p.Header, fresh: p.Fresh, ended: make(chan string, 1)}
 	m.prompt = pr

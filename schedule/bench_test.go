@@ -50,6 +50,23 @@ type countRunner struct{ runs atomic.Int64 }
 func (r *countRunner) RunPrompt(context.Context, core.Prompt) string { r.runs.Add(1); return "done" }
 func (r *countRunner) Notify(core.Prompt, string)                    {}
 
+// quietSlack is a platform named slack that posts nowhere: the runs'
+// answers need a place to go.
+type quietSlack struct{}
+
+func (quietSlack) Platform() string { return "slack" }
+func (quietSlack) Start(ctx context.Context, _ core.Handler) error {
+	<-ctx.Done()
+	return nil
+}
+func (quietSlack) Limits() core.Limits                                         { return core.Limits{MaxLen: 4000} }
+func (quietSlack) Measure(s string) int                                        { return len(s) }
+func (quietSlack) Edit(context.Context, core.MessageRef, string) error         { return nil }
+func (quietSlack) SendActivity(context.Context, core.MessageRef, string) error { return nil }
+func (quietSlack) Send(_ context.Context, to core.Place, _ string) (core.MessageRef, error) {
+	return core.MessageRef{Channel: to.Channel, ID: "1"}, nil
+}
+
 // BenchmarkLoopMinute is one minute of the loop over 10,000 schedules in
 // a bbolt store (about 7 of them due each minute, every one recorded):
 // cpu-ms/min is the process's CPU time per minute of the clock.
@@ -98,6 +115,7 @@ func BenchmarkInstantToAgentStart(b *testing.B) {
 		o.Schedules = book
 	}})
 	book.Bind(bot.Dispatcher)
+	bot.Start(quietSlack{})
 	fill(b, bot.Store, 10000, t0, true) // none due while it runs: the loop holds them all, the agent runs one
 	key := store.NewKey("slack", "T1", "C-bench", "")
 	if err := bot.Store.SaveSchedule(store.Schedule{ID: "due", Key: key, Platform: "slack", Workspace: "T1", Channel: "C-bench",
