@@ -152,7 +152,8 @@ func (c *Conversations) Admit(ctx context.Context, key store.Key, m core.Message
 		If(clientv3.Compare(clientv3.CreateRevision(c.ownerKey(key)), "=", 0)).
 		Then(clientv3.OpGet(c.dirtyKey(key)), clientv3.OpGet(c.mailDir(key), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)),
 			clientv3.OpPut(c.ownerKey(key), c.r.Name(), clientv3.WithLease(lease)), clientv3.OpPut(c.dirtyKey(key), c.r.Name()), mail).
-		Else(clientv3.OpGet(c.ownerKey(key)), mail).
+		Else(clientv3.OpGet(c.ownerKey(key)), mail,
+			clientv3.OpGet(c.mailDir(key), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))).
 		Commit()
 	if err != nil {
 		return fmt.Errorf("cluster: put the message in its mailbox: %w", err)
@@ -166,6 +167,17 @@ func (c *Conversations) Admit(ctx context.Context, key store.Key, m core.Message
 			o.lease = 0 // it was let go of, or lost, meanwhile
 		}
 		return nil // its owner takes it from the mailbox
+	} else {
+		// Owned here: mail other replicas put before this one may not have
+		// come by the watch yet, and goes first (the mailbox's order is
+		// the conversation's).
+		var before []*mvccpb.KeyValue
+		for _, kv := range resp.Responses[2].GetResponseRange().Kvs {
+			if mailOf(kv.Key) != id {
+				before = append(before, kv)
+			}
+		}
+		c.deliver(key, o, before)
 	}
 	o.lease = lease
 	o.delivered[id] = true

@@ -1,6 +1,8 @@
 package core
 
 import (
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -134,4 +136,53 @@ func (d *Dispatcher) conversations() []*conversation {
 		cs = append(cs, c)
 	}
 	return cs
+}
+
+// queueInOrder adds m to queue in its platform's order: before the first
+// waiting message the platform sent after it. Messages reach core in the
+// order replicas took them, which among replicas can differ from the
+// platform's by how long one took; while both wait, the platform's wins.
+// Without comparable ids (HTTP, the terminal) m goes last.
+func queueInOrder(queue []Message, m Message) []Message {
+	i := len(queue)
+	for i > 0 && sentBefore(m, queue[i-1]) {
+		i--
+	}
+	return slices.Insert(queue, i, m)
+}
+
+// sentBefore reports whether the platform sent a before b, in one place:
+// their ids are its increasing numbers (a Slack ts "1733112345.000100", a
+// Telegram message_id, a Discord snowflake). false when either is not one.
+func sentBefore(a, b Message) bool {
+	if a.Platform != b.Platform || a.Channel != b.Channel {
+		return false
+	}
+	ai, af, ok1 := decimal(a.ID)
+	bi, bf, ok2 := decimal(b.ID)
+	if !ok1 || !ok2 {
+		return false
+	}
+	if len(ai) != len(bi) {
+		return len(ai) < len(bi)
+	}
+	if ai != bi {
+		return ai < bi
+	}
+	return af < bf // Slack's fractions have six digits
+}
+
+// decimal splits a non-negative decimal number without leading zeros into
+// its integer and fraction digits.
+func decimal(s string) (whole, frac string, ok bool) {
+	whole, frac, _ = strings.Cut(s, ".")
+	if whole == "" || (len(whole) > 1 && whole[0] == '0') {
+		return "", "", false
+	}
+	for _, r := range whole + frac {
+		if r < '0' || r > '9' {
+			return "", "", false
+		}
+	}
+	return whole, frac, true
 }

@@ -337,7 +337,7 @@ func (d *Dispatcher) accept(m Message) {
 		return
 	}
 	m.arrived = time.Now()
-	c.queue = append(c.queue, m)
+	c.queue = queueInOrder(c.queue, m)
 	if !busy {
 		d.workers.Add(1)
 		go d.work(c)
