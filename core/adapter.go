@@ -359,3 +359,12 @@ type ActionResult struct {
 	// ErrUnknownRequest, ErrDecided or ErrNotApprover.
 	Err error
 }
+
+// ChannelNamer is implemented by posters that can tell a channel's name
+// (Slack's conversations.info), which the operator's view shows beside
+// the channel's id. ChannelName never waits for the platform: it returns
+// the name it knows, "" while it asks (it learns it meanwhile) or when
+// the platform does not tell. It is called concurrently.
+type ChannelNamer interface {
+	ChannelName(channel string) string
+}

@@ -111,6 +111,15 @@ func messageFor(key store.Key) Message {
 		Sink: func(...parser.Event) {}}
 }
 
+// ChannelName is the name of key's channel where its platform's poster
+// tells it (see ChannelNamer), else "".
+func (d *Dispatcher) ChannelName(key store.Key) string {
+	if n, ok := d.poster(key.Platform).(ChannelNamer); ok {
+		return n.ChannelName(key.Channel)
+	}
+	return ""
+}
+
 // Operator is who acts from the operator's view, as the audit and the
 // approvals' records name it.
 const Operator = "http:operator"

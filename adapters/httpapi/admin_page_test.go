@@ -45,6 +45,7 @@ func startAdminBot(t *testing.T, db string) *adminBot {
 	}
 	b.Start(hs)
 	b.Start(sa)
+	fake.AddChannel("C1", "eng-golem")
 	if !fake.Wait(20*time.Second, func() bool { return fake.Open() == 1 }) {
 		t.Fatal("golem did not connect to the fake Slack")
 	}
@@ -116,6 +117,7 @@ func TestAdminPage(t *testing.T) {
 		t.Errorf("Slack's answer does not say it stopped; bot messages: %+v", b.fake.BotMessages("C1"))
 	}
 
+	tab.waitFor("the row shows the channel's name", row+`.querySelector(".sub").textContent === "#eng-golem"`)
 	// Usage: one bar a day for 30 days.
 	tab.waitFor("the usage chart has 30 days, today's with its turn", `document.querySelectorAll("#usage-chart rect.bar").length === 30 && `+
 		`document.querySelectorAll("#usage-chart rect.bar:not(.zero)").length === 1 && `+

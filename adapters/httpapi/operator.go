@@ -23,6 +23,7 @@ import (
 type Operator interface {
 	LiveStates() (map[store.Key]core.Live, error)
 	SettingsOf(conv store.Conversation) core.Settings
+	ChannelName(key store.Key) string
 	PendingApprovals(key store.Key) []core.Pending
 	Worktree(ctx context.Context, key store.Key) (w worktree.Workspace, dirty, found bool, err error)
 	StopConversation(key store.Key) string
@@ -215,6 +216,9 @@ func (s *Server) describe(l listed, now time.Time) (conversationJSON, error) {
 		Isolation: isolationJSON{Mode: set.Isolation, Branch: set.Branch},
 		State:     l.live.State, Queued: l.live.Queued, Replica: l.live.Replica, LastActivity: l.at,
 		Month: usageOf(t.ConversationMonth),
+	}
+	if name := s.opts.Operator.ChannelName(l.conv.Key); name != "" {
+		j.ChannelName = &name
 	}
 	if !l.live.Started.IsZero() {
 		started := l.live.Started

@@ -93,6 +93,7 @@ type webAPI interface {
 	GetConversationHistoryContext(ctx context.Context, params *slackapi.GetConversationHistoryParameters) (*slackapi.GetConversationHistoryResponse, error)
 	GetConversationRepliesContext(ctx context.Context, params *slackapi.GetConversationRepliesParameters) ([]slackapi.Message, bool, string, error)
 	GetUserInfoContext(ctx context.Context, user string, options ...slackapi.GetUserInfoOption) (*slackapi.User, error)
+	GetConversationInfoContext(ctx context.Context, input *slackapi.GetConversationInfoInput) (*slackapi.Channel, error)
 	GetUploadURLExternalContext(ctx context.Context, params slackapi.GetUploadURLExternalParameters) (*slackapi.GetUploadURLExternalResponse, error)
 	UploadToURL(ctx context.Context, params slackapi.UploadToURLParameters) error
 	CompleteUploadExternalContext(ctx context.Context, params slackapi.CompleteUploadExternalParameters) (*slackapi.CompleteUploadExternalResponse, error)
@@ -119,6 +120,10 @@ type Adapter struct {
 	botUserName string // the bot's user name, as auth.test tells it
 
 	users userNames // display names for the chat context
+	// channels are channels' names for the operator's view (ChannelName),
+	// in the same cache as the users'.
+	channels userNames
+	asking   chan struct{} // bounds the conversations.info calls at once
 
 	// in hands messages on in their channel's order; made by Start, used
 	// from Start's goroutine.
@@ -198,6 +203,7 @@ func New(opts Options) (*Adapter, error) {
 		posts:   newChannelPace(opts.PostInterval, 3),
 		posted:  map[string]string{},
 		retry:   newPolicy(log),
+		asking:  make(chan struct{}, 2),
 
 		streamStarts: newBudget(18, 3),
 		streamStops:  newBudget(18, 3),

@@ -27,6 +27,22 @@ func (s *Server) AddUser(u User) {
 	s.users[u.ID] = u
 }
 
+// AddChannel names a channel for conversations.info.
+func (s *Server) AddChannel(id, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.channels[id] = name
+}
+
+// channelInfoLocked answers conversations.info.
+func (s *Server) channelInfoLocked(a map[string]string) (map[string]any, string) {
+	name, ok := s.channels[a["channel"]]
+	if !ok {
+		return nil, "channel_not_found"
+	}
+	return map[string]any{"channel": map[string]any{"id": a["channel"], "name": name, "is_channel": true}}, ""
+}
+
 // AddMessage stores a message as if a user posted it in m.Channel (in the
 // thread m.ThreadTS when set) without the bot being told: nobody mentioned
 // it. TS is assigned when empty. Files are entries from AddFile.
@@ -45,7 +61,7 @@ func (s *Server) AddMessage(m Message) Message {
 // DefaultScopes are the bot token's scopes unless SetScopes changes them:
 // all that golem asks for in its setup steps.
 var DefaultScopes = []string{"app_mentions:read", "channels:history", "groups:history", "im:history", "mpim:history",
-	"chat:write", "reactions:write", "files:read", "files:write", "users:read", "commands"}
+	"chat:write", "reactions:write", "files:read", "files:write", "users:read", "channels:read", "groups:read", "commands"}
 
 // SetScopes replaces the bot token's scopes. A method that needs a scope
 // the token lacks is answered ok:false, missing_scope, with needed and
@@ -90,6 +106,13 @@ func (s *Server) neededScopeLocked(method string, a map[string]string) string {
 		}
 	case "users.info":
 		need = "users:read"
+	case "conversations.info":
+		switch {
+		case strings.HasPrefix(a["channel"], "G"):
+			need = "groups:read"
+		default:
+			need = "channels:read"
+		}
 	case "chat.postMessage", "chat.update", "chat.postEphemeral", "chat.startStream", "chat.appendStream", "chat.stopStream":
 		need = "chat:write"
 	case "reactions.add", "reactions.remove":

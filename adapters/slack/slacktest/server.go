@@ -157,10 +157,11 @@ type Server struct {
 	eventAcked map[string]bool
 	pushes     []Push
 	users      map[string]User
-	scopes     []string        // the bot token's
-	left       map[string]bool // channels the bot is not in
-	mpims      map[string]bool // channels that are group DMs (GroupDM)
-	holding    map[string]int  // calls held by Failure.Until, per method
+	channels   map[string]string // channel id -> name, for conversations.info
+	scopes     []string          // the bot token's
+	left       map[string]bool   // channels the bot is not in
+	mpims      map[string]bool   // channels that are group DMs (GroupDM)
+	holding    map[string]int    // calls held by Failure.Until, per method
 	closed     bool
 }
 
@@ -186,6 +187,7 @@ func New(opts Options) *Server {
 
 		envEvent:   map[string]string{},
 		eventAcked: map[string]bool{},
+		channels:   map[string]string{},
 		users:      map[string]User{BotUserID: {ID: BotUserID, Name: "golem", RealName: "golem", IsBot: true}},
 		scopes:     slices.Clone(DefaultScopes),
 		left:       map[string]bool{},

@@ -283,6 +283,8 @@ func (s *Server) apiLocked(method string, a map[string]string, now time.Time) (m
 		return s.repliesLocked(a)
 	case "users.info":
 		return s.userInfoLocked(a)
+	case "conversations.info":
+		return s.channelInfoLocked(a)
 	case "files.getUploadURLExternal", "files.completeUploadExternal":
 		return s.uploadLocked(method, a)
 	case "files.info":
