@@ -428,12 +428,25 @@ type builder struct {
 // mask hides p: a folder becomes an empty read-only one, a file an empty
 // read-only one; a missing p needs nothing.
 func (b *builder) mask(p string) {
-	if private(p) {
-		return
-	}
 	if _, err := os.Stat(p); err == nil && !slices.Contains(b.masks, p) {
 		b.masks = append(b.masks, p)
 	}
+}
+
+// unseen reports whether nothing of the host's shows at p inside, so that
+// it needs no mask: it is in a folder the sandbox has of its own (/tmp,
+// /run) and no bind brings it back (a workspace in the host's /tmp, with
+// an inbox/ to mask in it).
+func (b *builder) unseen(p string) bool {
+	if !private(p) {
+		return false
+	}
+	for _, q := range append(slices.Clone(b.binds), b.roBinds...) {
+		if within(p, q) {
+			return false
+		}
+	}
+	return true
 }
 
 // bind makes p writable.
@@ -480,7 +493,7 @@ func (b *builder) emit() {
 	}
 	var late []string
 	for _, m := range byDepth(b.masks) {
-		if slices.Contains(binds, m) {
+		if slices.Contains(binds, m) || b.unseen(m) {
 			continue
 		}
 		if isDir(m) {

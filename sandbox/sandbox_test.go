@@ -357,3 +357,42 @@ echo x > %s/by-agent && echo wrote-workdir
 		t.Errorf("the agent's file is owned by %d on the host, want golem's %d", st.Uid, os.Geteuid())
 	}
 }
+
+// TestFilesInHostTmp: a workspace in the host's /tmp (which the sandbox
+// replaces by its own, then binds the workspace back) keeps its masks:
+// another conversation's attachment in inbox/ and golem's store in the
+// workspace stay hidden.
+func TestFilesInHostTmp(t *testing.T) {
+	work := t.TempDir()
+	for path, body := range map[string]string{
+		filepath.Join(work, "inbox", "theirs.txt"): "another conversation's file",
+		filepath.Join(work, "inbox", "mine.txt"):   "this turn's file",
+		filepath.Join(work, "data", "golem.db"):    "store-secret",
+	} {
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chmod(work, 0o755) // the unprivileged run's user may enter it
+	s := need(t, Config{Network: None}, Options{Hide: []string{filepath.Join(work, "data")}})
+	turn := s.Turn(Config{}, Place{Workdir: work, Files: []string{filepath.Join(work, "inbox", "mine.txt")}})
+	out, err := run(t, turn, []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}, fmt.Sprintf(`
+cat %[1]s/inbox/mine.txt; echo
+cat %[1]s/inbox/theirs.txt 2>/dev/null || echo theirs-hidden
+cat %[1]s/data/golem.db 2>/dev/null || echo store-hidden
+`, work))
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, want := range []string{"this turn's file", "theirs-hidden"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, secret := range []string{"another conversation", "store-secret"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("the agent saw %q:\n%s", secret, out)
+		}
+	}
+}

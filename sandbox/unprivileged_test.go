@@ -15,8 +15,9 @@ import (
 // tests run as root, and marks its run of the other tests.
 const asUser = "golem-sbtest"
 
-// TestUnprivileged runs TestFiles, TestNetwork, TestWorktree(Pointers), TestSockets, TestProcesses and TestNotRoot again as an
-// unprivileged user (made here when the tests run as root, as CI does):
+// TestUnprivileged runs TestFiles(InHostTmp), TestNetwork,
+// TestWorktree(Pointers), TestSockets, TestProcesses and TestNotRoot
+// again as an unprivileged user (made here when the tests run as root, as CI does):
 // bubblewrap then needs unprivileged user namespaces, which is how golem
 // runs as a service. Run unprivileged, the other tests are already that.
 func TestUnprivileged(t *testing.T) {
@@ -59,7 +60,7 @@ func TestUnprivileged(t *testing.T) {
 	home := filepath.Join(dir, "home")
 	os.Mkdir(home, 0o700)
 	os.Chown(home, uid, gid)
-	cmd := exec.Command(bin, "-test.run", "^(TestFiles|TestNetwork|TestWorktree|TestWorktreePointers|TestSockets|TestProcesses|TestNotRoot)$", "-test.v", "-test.count=1")
+	cmd := exec.Command(bin, "-test.run", "^(TestFiles|TestNetwork|TestWorktree|TestWorktreePointers|TestSockets|TestProcesses|TestNotRoot|TestFilesInHostTmp)$", "-test.v", "-test.count=1")
 	cmd.Dir = home
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "GOLEM_SANDBOX_AS_USER=1", "GOLEM_REQUIRE_TOOLS=1"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
@@ -67,7 +68,7 @@ func TestUnprivileged(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the sandbox tests as %s (uid %d): %v\n%s", asUser, uid, err, out)
 	}
-	for _, name := range []string{"TestFiles", "TestNetwork", "TestWorktree", "TestWorktreePointers", "TestSockets", "TestProcesses", "TestNotRoot"} {
+	for _, name := range []string{"TestFiles", "TestNetwork", "TestWorktree", "TestWorktreePointers", "TestSockets", "TestProcesses", "TestNotRoot", "TestFilesInHostTmp"} {
 		if !strings.Contains(string(out), "--- PASS: "+name) {
 			t.Errorf("%s did not pass as %s:\n%s", name, asUser, out)
 		}
