@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -353,4 +354,71 @@ func TestReplicasShareTheConversations(t *testing.T) {
 	if n := len(f.runs(c2.name + " after-cut")); n != 1 {
 		t.Errorf("%s after-cut ran %d times, want once", c2.name, n)
 	}
+}
+
+// BenchmarkIdleReplicaRSS is the resident memory of an idle replica: the
+// bot built as it ships, serving with an etcd store, connected to the Slack and
+// Telegram fakes, five seconds after it started (rss-MB, from
+// /proc/PID/status). Run it without -race: go test -run '^$' -bench
+// IdleReplicaRSS -benchtime 1x ./cmd/bot/
+func BenchmarkIdleReplicaRSS(b *testing.B) {
+	for b.Loop() {
+		b.StopTimer()
+		rss := idleReplicaRSS(b)
+		b.ReportMetric(float64(rss)/(1<<20), "rss-MB")
+		b.StartTimer()
+	}
+}
+
+func idleReplicaRSS(b *testing.B) int64 {
+	etcd := etcdtest.Start(b, 1)
+	sl := slacktest.New(slacktest.Options{})
+	b.Cleanup(sl.Close)
+	tg := telegramtest.New(b, telegramtest.Options{})
+	dir := b.TempDir()
+	config := fmt.Sprintf(`
+workspace: ./ws
+store: %s
+replica: idle
+skills: ""
+slack: {bot_token: %q, app_token: %q, api_url: %q}
+telegram: {token: %q, api_url: %q}
+http: {listen: ""}
+`, etcd.URL("golem"), slacktest.BotToken, slacktest.AppToken, sl.URL, tg.Token(), tg.URL)
+	path := filepath.Join(dir, "bot.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	// The bot itself, not this test binary, which links the embedded etcd
+	// server and the fakes in.
+	bin := filepath.Join(dir, "bot")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	var log syncBuffer
+	cmd := exec.Command(bin, "serve", "--config", path)
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if !sl.Wait(30*time.Second, func() bool { return sl.Open() == 1 }) {
+		b.Fatalf("the replica did not connect; log:\n%s", log.String())
+	}
+	time.Sleep(5 * time.Second)
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(string(status)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
 }
