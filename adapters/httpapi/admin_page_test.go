@@ -192,3 +192,46 @@ func TestAdminPageTenThousand(t *testing.T) {
 		t.Errorf("the page threw: %v", errs)
 	}
 }
+
+// TestAdminPageToken: with http.token set the page asks for it, says so
+// when it is wrong, and once right lists the conversations; the token is
+// the chat page's, kept under the same name.
+func TestAdminPageToken(t *testing.T) {
+	tab := newTab(t)
+	base, b := serveOperator(t, "tok-9")
+	if err := b.Store.SaveConversation(store.Conversation{Key: store.NewKey("telegram", "", "42", "")}); err != nil {
+		t.Fatal(err)
+	}
+	tab.navigate(base + "/admin")
+	tab.waitFor("the page asks for the token", `!document.getElementById("token-form").hidden`)
+	save := func(tok string) {
+		t.Helper()
+		tab.eval(`document.getElementById("token").focus()`, nil)
+		tab.typeText(tok)
+		tab.eval(`document.querySelector("#token-form button").click()`, nil)
+	}
+	save("wrong")
+	tab.waitFor("a wrong token is said and asked again", `document.getElementById("status").textContent.includes("access token") && !document.getElementById("token-form").hidden`)
+	tab.eval(`document.getElementById("token").focus()`, nil)
+	tab.typeText("tok")
+	polls := `performance.getEntriesByType("resource").filter(e => e.name.includes("/v1/conversations?")).length`
+	var before int
+	tab.eval(polls, &before)
+	tab.waitFor("two polls come and go while the token is typed", fmt.Sprintf("%s >= %d", polls, before+2))
+	if v := tab.text(`document.getElementById("token").value`); v != "tok" {
+		t.Errorf("the token being typed became %q", v)
+	}
+	tab.eval(`document.getElementById("token").value = ""`, nil)
+	save("tok-9")
+	tab.waitFor("the list shows with the right token", `document.querySelector('#conversations tr[data-key="telegram::42"]')`)
+	if stored := tab.text(`localStorage.getItem("golem.token")`); stored != "tok-9" {
+		t.Errorf("stored token %q", stored)
+	}
+	tab.navigate(base + "/")
+	if tab.text(`String(document.getElementById("token-form").hidden)`) != "true" {
+		t.Error("the chat page asks again for the token the operator's page saved")
+	}
+	if errs := tab.exceptions(); len(errs) > 0 {
+		t.Errorf("the page threw: %v", errs)
+	}
+}

@@ -23,6 +23,7 @@
   const tokenForm = $('token-form');
   const tokenInput = $('token');
   function askToken() {
+    if (!tokenForm.hidden) return; // asked already: keep what is being typed
     tokenForm.hidden = false;
     tokenInput.value = '';
     tokenInput.focus();
