@@ -209,6 +209,9 @@ func (d *Dispatcher) handleAction(_ context.Context, a Action) ActionResult {
 	if verb == "resume" {
 		return d.resumeAction(a, id)
 	}
+	if scheduleVerbs[verb] {
+		return d.scheduleAction(a, verb, id)
+	}
 	who := a.Platform + ":" + a.User
 	ans := engine.PermissionAnswer{}
 	switch verb {

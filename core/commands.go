@@ -153,6 +153,10 @@ func (d *Dispatcher) command(m Message, name, args string) {
 		text, err = d.terminalSession(m)
 	case "every", "at", "schedules", "unschedule", "pause", "unpause", "runnow":
 		text = "Schedules are off in this golem."
+		if d.opts.Schedules != nil && name == "schedules" {
+			d.listSchedules(m, key)
+			return
+		}
 		if d.opts.Schedules != nil {
 			text = d.opts.Schedules.Command(m, key, name, args)
 		}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -224,8 +225,44 @@ func (m Message) promptEvents() []parser.Event {
 
 // Scheduler answers the schedule commands (/every, /at, /schedules,
 // /unschedule, /pause, /unpause, /runnow) of m's conversation key: package
-// schedule's Book. Called from Handle: it may write to the store, and must
-// not wait for a turn.
+// schedule's Book. Called from Handle and for clicks: it may write to the
+// store, and must not wait for a turn.
 type Scheduler interface {
 	Command(m Message, key store.Key, name, args string) string
+	// Choices are the buttons under /schedules' answer in key (Data
+	// "golem:VERB:ID", VERB one of the commands that take an id).
+	Choices(key store.Key) []Choice
+}
+
+// scheduleVerbs are the schedule commands a button may name.
+var scheduleVerbs = map[string]bool{"runnow": true, "pause": true, "unpause": true, "unschedule": true}
+
+// listSchedules answers /schedules, with buttons where the platform has
+// them, in the conversation's answers.
+func (d *Dispatcher) listSchedules(m Message, key store.Key) {
+	queued := d.answers.Add(key, func() (func(), bool) {
+		text := d.opts.Schedules.Command(m, key, "schedules", "")
+		choices := d.opts.Schedules.Choices(key)
+		return func() { d.deliverChoices(m, "schedules", text, choices) }, true
+	})
+	if !queued && m.Sink != nil {
+		m.Sink(parser.Event{Type: parser.Error, Message: "golem is shutting down", Reason: parser.Interrupted})
+	}
+}
+
+// scheduleAction answers a click on a /schedules button as the command it
+// names, from the clicker.
+func (d *Dispatcher) scheduleAction(a Action, verb, id string) ActionResult {
+	m := Message{Platform: a.Platform, Workspace: a.Workspace, Channel: a.Channel, Thread: a.Thread, User: a.User, UserName: a.UserName}
+	if !d.allowed(m) {
+		return ActionResult{Refusal: "You are not allowed to use this bot.", Err: ErrNotApprover}
+	}
+	if d.opts.Schedules == nil {
+		return ActionResult{Refusal: "Schedules are off in this golem.", Err: ErrUnknownRequest}
+	}
+	text := d.opts.Schedules.Command(m, KeyFor(m, d.opts.Scope), verb, id)
+	if strings.HasPrefix(text, "⚠️") {
+		return ActionResult{Refusal: text, Err: ErrDecided}
+	}
+	return ActionResult{Settled: text + " — " + firstNonEmpty(a.UserName, a.User)}
 }

@@ -122,6 +122,13 @@ func (d *Dispatcher) sessionsText(m Message, key store.Key) (string, []Choice) {
 // deliverSessions posts /sessions' answer: with buttons where the platform
 // has them, else as text. It runs in the conversation's answers.
 func (d *Dispatcher) deliverSessions(m Message, text string, choices []Choice) {
+	d.deliverChoices(m, "sessions", text, choices)
+}
+
+// deliverChoices posts a command's answer (question id qid) with buttons
+// where the platform has them, else as text. It runs in the
+// conversation's answers.
+func (d *Dispatcher) deliverChoices(m Message, qid, text string, choices []Choice) {
 	if m.Sink != nil {
 		if strings.HasPrefix(text, "⚠️") {
 			m.Sink(parser.Event{Type: parser.Error, Message: text})
@@ -132,12 +139,12 @@ func (d *Dispatcher) deliverSessions(m Message, text string, choices []Choice) {
 		return
 	}
 	if a, ok := d.poster(m.Platform).(Asker); ok && len(choices) > 0 {
-		q := Question{ID: "sessions", Place: d.place(m), Text: text, Choices: choices}
+		q := Question{ID: qid, Place: d.place(m), Text: text, Choices: choices}
 		_, err := a.Ask(d.life, q)
 		if err == nil {
 			return
 		}
-		d.log.Warn("post sessions with buttons", "platform", m.Platform, "err", err)
+		d.log.Warn("post an answer with buttons", "platform", m.Platform, "question", qid, "err", err)
 	}
 	d.post(m, text)
 }

@@ -151,6 +151,37 @@ func (b *Book) list(key store.Key) (string, error) {
 	return "**Schedules** (`/runnow ID` · `/pause ID` · `/unschedule ID`)\n" + strings.Join(lines, "\n"), nil
 }
 
+// maxButtons bounds the schedules /schedules shows buttons for: three
+// each, within Discord's 25 a message.
+const maxButtons = 8
+
+// Choices implements core.Scheduler: Run now, Pause (or Resume) and Delete
+// for each of key's first schedules; an operator's has no Delete.
+func (b *Book) Choices(key store.Key) []core.Choice {
+	all, err := b.opts.Store.AllSchedules()
+	if err != nil {
+		return nil
+	}
+	var out []core.Choice
+	n := 0
+	for _, sc := range all {
+		if sc.Key != key || n == maxButtons {
+			continue
+		}
+		n++
+		out = append(out, core.Choice{Label: "Run " + sc.ID + " now", Data: "golem:runnow:" + sc.ID, Style: "primary"})
+		if sc.Paused {
+			out = append(out, core.Choice{Label: "Resume " + sc.ID, Data: "golem:unpause:" + sc.ID})
+		} else {
+			out = append(out, core.Choice{Label: "Pause " + sc.ID, Data: "golem:pause:" + sc.ID})
+		}
+		if !sc.Operator {
+			out = append(out, core.Choice{Label: "Delete " + sc.ID, Data: "golem:unschedule:" + sc.ID, Style: "danger"})
+		}
+	}
+	return out
+}
+
 // quote is a prompt shortened for a list.
 func quote(p string) string {
 	p = strings.Join(strings.Fields(p), " ")

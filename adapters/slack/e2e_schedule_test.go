@@ -171,7 +171,30 @@ func TestE2EScheduleSetListRunPauseDelete(t *testing.T) {
 		t.Errorf("after the scheduled runs the person's turn resumed %q, want the conversation's session %q", id, runs[0].SessionID)
 	}
 
-	s.command("pause "+id, "paused")
+	// /schedules has buttons: Pause is one click.
+	s.command("schedules", "Schedules")
+	var q slacktest.Message
+	for _, m := range s.fake.BotMessages("C1") {
+		if strings.Contains(m.Blocks, "golem:pause:"+id) {
+			q = m
+		}
+	}
+	if q.TS == "" || !strings.Contains(q.Blocks, "golem:runnow:"+id) || !strings.Contains(q.Blocks, "golem:unschedule:"+id) {
+		t.Fatalf("/schedules has no Run now, Pause and Delete buttons: %q", q.Blocks)
+	}
+	if _, err := s.fake.Click("U1", "C1", q.ThreadTS, q.TS, "golem:pause:"+id); err != nil {
+		t.Fatal(err)
+	}
+	if !s.fake.Wait(20*time.Second, func() bool {
+		m, _ := s.fake.Message("C1", q.TS)
+		return strings.Contains(m.Text, "paused") && !strings.Contains(m.Blocks, "golem:pause:")
+	}) {
+		m, _ := s.fake.Message("C1", q.TS)
+		t.Fatalf("the clicked list reads %q (blocks %q)", m.Text, m.Blocks)
+	}
+	if sc, _, _ := s.Store.Schedule(id); !sc.Paused {
+		t.Error("the Pause button did not pause it")
+	}
 	s.sleeping()
 	s.clock.Advance(24 * time.Hour) // Tuesday 09:00: paused
 	s.sleeping()
