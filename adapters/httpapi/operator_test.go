@@ -9,6 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +19,7 @@ import (
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/internal/bottest"
 	"github.com/golem-chat/golem/store"
+	"github.com/golem-chat/golem/worktree"
 )
 
 // serveOperator is serveDispatcher with the operator's view on, and a
@@ -394,4 +398,56 @@ func FuzzConversationPath(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestOperatorWorktree: with isolation: worktree the listing names the
+// conversation's branch, the detail says whether its worktree holds
+// changes, and /diff shows them.
+func TestOperatorWorktree(t *testing.T) {
+	repo := filepath.Join(t.TempDir(), "repo")
+	if err := os.MkdirAll(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-q", "-m", "first"}} {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"}, args...)...)
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	ws, err := worktree.New(worktree.Options{Isolation: worktree.Worktree, Root: filepath.Join(t.TempDir(), "worktrees")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, base := listen(t)
+	b := bottest.New(t, bottest.Options{Workspace: repo, Trusted: []string{"http"}, Tune: func(o *core.Options) { o.Workdirs = ws }})
+	s, err := New(Options{Listener: ln, Logger: testLogger(t), Operator: b.Dispatcher, Store: b.Store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Start(s)
+	chatEvents(t, base, "wt", "hello")
+	var d detailJSON
+	getJSON(t, convURL(base, "http::wt"), "", &d)
+	if d.Worktree == nil || d.Worktree.Dirty || d.Isolation.Dirty == nil || *d.Isolation.Dirty || !strings.HasPrefix(d.Worktree.Branch, "golem/") {
+		t.Fatalf("a clean worktree shows as %+v / %+v", d.Worktree, d.Isolation)
+	}
+	chatEvents(t, base, "wt", "!write notes.txt remember the milk\ndone")
+	getJSON(t, convURL(base, "http::wt"), "", &d)
+	if d.Worktree == nil || !d.Worktree.Dirty || !*d.Isolation.Dirty {
+		t.Errorf("a changed worktree shows as %+v", d.Worktree)
+	}
+	var all listing
+	getJSON(t, base+"/v1/conversations", "", &all)
+	if c := all.Conversations[0]; c.Isolation.Mode != "worktree" || c.Isolation.Branch != d.Worktree.Branch || c.Isolation.Dirty != nil {
+		t.Errorf("listed isolation %+v, want worktree on %s, dirty unknown", c.Isolation, d.Worktree.Branch)
+	}
+	var diff actionJSON
+	getJSON(t, convURL(base, "http::wt", "/diff"), "", &diff)
+	if !strings.Contains(diff.Text, "notes.txt") || !strings.Contains(diff.Text, "remember the milk") {
+		t.Errorf("diff %q", diff.Text)
+	}
 }
