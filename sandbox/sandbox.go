@@ -229,6 +229,7 @@ func New(ctx context.Context, cfg Config, o Options) (*Sandbox, error) {
 		probe = Probe
 	}
 	s.st = probe(ctx)
+	removeStaleProxyRoots()
 	why := s.st.Err
 	if why == nil && needSocat != "" && s.st.Socat == "" {
 		why = fmt.Errorf("%s.network: allowlist and open need socat inside the sandbox (the way to golem's proxy), and it is not installed: install it (`apt-get install socat`), or set the network to none", needSocat)

@@ -1,11 +1,14 @@
 package sandbox
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -158,18 +161,52 @@ func (s *Sandbox) proxyDir() (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.proxyRoot == "" {
-		root, err := os.MkdirTemp("", "golem-sandbox-")
+		root, err := os.MkdirTemp("", proxyRootPrefix+strconv.Itoa(os.Getpid())+"-")
 		if err != nil {
 			return "", err
 		}
 		s.proxyRoot = root
 	}
 	dir, err := os.MkdirTemp(s.proxyRoot, "turn-")
+	if errors.Is(err, fs.ErrNotExist) { // removed under golem's feet (a TMPDIR cleaner)
+		if err = os.Mkdir(s.proxyRoot, 0o700); err == nil {
+			dir, err = os.MkdirTemp(s.proxyRoot, "turn-")
+		}
+	}
 	if err != nil {
 		return "", err
 	}
 	s.proxyDirs++
 	return dir, nil
+}
+
+// proxyRootPrefix begins the name of golem's folder of proxy folders in
+// TMPDIR, followed by golem's pid: a golem killed while turns ran leaves
+// it behind, and the next one removes it (removeStaleProxyRoots).
+const proxyRootPrefix = "golem-sandbox-"
+
+// removeStaleProxyRoots removes the folders of proxy folders in TMPDIR
+// that golem processes no longer running left behind (killed, they had
+// no time to), when they are this user's.
+func removeStaleProxyRoots() {
+	dir := os.TempDir()
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), proxyRootPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		p, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(p)
+		if err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue // not one of these, or its golem may still run
+		}
+		fi, err := e.Info()
+		if st, ok := fi.Sys().(*syscall.Stat_t); err != nil || !ok || int(st.Uid) != os.Geteuid() {
+			continue
+		}
+		os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
 }
 
 // removeProxyDir removes a folder proxyDir made, and golem's folder with

@@ -105,3 +105,30 @@ func TestSockets(t *testing.T) {
 		t.Errorf("the turn's own proxy did not carry its request:\n%s", out)
 	}
 }
+
+// TestStaleProxyRoots: golem's folder of proxy folders left by a golem
+// that was killed is removed when the next one starts; one whose golem
+// still runs stays.
+func TestStaleProxyRoots(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dead := exec.Command("/bin/true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(tmp, fmt.Sprintf("%s%d-123", proxyRootPrefix, dead.Process.Pid))
+	live := filepath.Join(tmp, fmt.Sprintf("%s%d-456", proxyRootPrefix, os.Getpid()))
+	for _, d := range []string{stale, live} {
+		if err := os.MkdirAll(filepath.Join(d, "turn-1"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		listenUnix(t, filepath.Join(d, "turn-1", "proxy.sock"))
+	}
+	need(t, Config{}, Options{})
+	if _, err := os.Stat(stale); err == nil {
+		t.Errorf("%s, left by a golem no longer running, is still there", stale)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("%s, of a golem still running, was removed: %v", live, err)
+	}
+}
