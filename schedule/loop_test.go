@@ -403,6 +403,10 @@ func TestTwoLoopsFireOnce(t *testing.T) {
 	if err := a.clock.BlockUntilContext(waitCtx, 2); err != nil {
 		t.Fatal(err)
 	}
+	cancel()
+	<-done
+	a.stop() // both loops stopped: every firing under way has ended
+	a.stop = nil
 	a.runner.none(t)
 }
 
