@@ -112,7 +112,7 @@ func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	member, err := joinCluster(cfg, st, log)
+	member, err := joinCluster(cfg, st, workspace, log)
 	if err != nil {
 		st.Close()
 		return nil, err

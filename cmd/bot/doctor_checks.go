@@ -12,11 +12,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/golem-chat/golem/cluster"
 	"github.com/golem-chat/golem/config"
 	"github.com/golem-chat/golem/engine"
 	"github.com/golem-chat/golem/sandbox"
 	"github.com/golem-chat/golem/schedule"
 	"github.com/golem-chat/golem/store"
+	"github.com/golem-chat/golem/store/etcdstore"
 	"github.com/golem-chat/golem/worktree"
 )
 
@@ -90,6 +92,7 @@ func checkEtcdStore(cfg config.Config) []finding {
 	}
 	turns, err := st.InFlightTurns()
 	sched := checkSchedules(cfg, st)
+	volume := checkSharedVolume(cfg, st)
 	_ = st.Close()
 	if err != nil {
 		return []finding{{"store", fail, err.Error()}}
@@ -98,7 +101,33 @@ func checkEtcdStore(cfg config.Config) []finding {
 	if len(turns) > 0 {
 		text += fmt.Sprintf("; %d turns in flight", len(turns))
 	}
-	return []finding{{"store", pass, text}, sched}
+	return []finding{{"store", pass, text}, sched, volume}
+}
+
+// checkSharedVolume looks for every replica's marker in this replica's
+// workspace (see cluster.MarkVolume): replicas must share it.
+func checkSharedVolume(cfg config.Config, st store.Store) finding {
+	es, ok := st.(*etcdstore.Store)
+	if !ok {
+		return finding{"shared workspace", fail, "the store is not etcd"}
+	}
+	workspace, err := filepath.Abs(cfg.Path(cfg.Workspace))
+	if err != nil {
+		return finding{"shared workspace", fail, err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := cluster.CheckVolume(ctx, es.Client(), es.Prefix(), workspace)
+	switch {
+	case err != nil:
+		return finding{"shared workspace", fail, "reading the replicas' markers: " + err.Error()}
+	case len(c.Problems) > 0:
+		return finding{"shared workspace", fail, strings.Join(c.Problems, "; ") +
+			" — mount the workspace from one volume at the same path on every replica (see Several replicas in the README)"}
+	case len(c.Seen) == 0:
+		return finding{"shared workspace", note, "no replica has started on this store yet; start them, then run bot doctor again"}
+	}
+	return finding{"shared workspace", pass, fmt.Sprintf("the markers of %s are in %s", strings.Join(c.Seen, ", "), workspace)}
 }
 
 // existingParent is dir or its nearest ancestor that exists.

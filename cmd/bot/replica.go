@@ -24,7 +24,10 @@ type membership struct {
 	convs   *cluster.Conversations // nil when alone
 }
 
-func joinCluster(cfg config.Config, st store.Store, log *slog.Logger) (membership, error) {
+// joinCluster makes this golem a replica of those sharing st, when st is
+// etcd, and leaves its marker in workspace (an absolute path) for bot
+// doctor's check that the replicas share it.
+func joinCluster(cfg config.Config, st store.Store, workspace string, log *slog.Logger) (membership, error) {
 	es, ok := st.(*etcdstore.Store)
 	if !ok {
 		return membership{replica: cluster.NewLocal(cfg.Replica)}, nil
@@ -35,6 +38,9 @@ func joinCluster(cfg config.Config, st store.Store, log *slog.Logger) (membershi
 		TTL: cfg.ReplicaTTL, Logger: log})
 	if err != nil {
 		return membership{}, err
+	}
+	if err := r.MarkVolume(ctx, workspace); err != nil {
+		log.Warn("bot doctor cannot check that the replicas share the workspace", "err", err)
 	}
 	convs := cluster.NewConversations(r, log)
 	es.SetFence(convs.Fence) // a replica cut off from etcd never writes over its successor

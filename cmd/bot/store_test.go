@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/golem-chat/golem/adapters/telegram/telegramtest"
+	"github.com/golem-chat/golem/cluster"
 	"github.com/golem-chat/golem/config"
 	"github.com/golem-chat/golem/engine/enginetest"
+	"github.com/golem-chat/golem/internal/clustertest"
 	"github.com/golem-chat/golem/internal/etcdtest"
 	"github.com/golem-chat/golem/store"
 	"github.com/golem-chat/golem/store/etcdstore"
@@ -132,8 +134,8 @@ func TestDoctorChecksAnEtcdStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := checkStore(cfg); len(got) != 2 || got[0].v != pass || !strings.Contains(got[0].text, c.URL("doctor")+" opens") ||
-		got[1] != (finding{"schedules", pass, "no schedules"}) {
+	if got := checkStore(cfg); len(got) != 3 || got[0].v != pass || !strings.Contains(got[0].text, c.URL("doctor")+" opens") ||
+		got[1] != (finding{"schedules", pass, "no schedules"}) || got[2].v != note {
 		t.Errorf("doctor on a fresh prefix: %+v", got)
 	}
 	st, err := etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints, Prefix: "newer"})
@@ -181,5 +183,59 @@ func BenchmarkServeFirstText(b *testing.B) {
 			}
 			b.ReportMetric(ms(median(lat)), "first-text-ms")
 		})
+	}
+}
+
+// TestDoctorChecksTheReplicasShareTheWorkspace: every replica leaves a
+// marker in its workspace at start; doctor on one replica finds them all
+// in its own, and names the replica whose marker it cannot see.
+func TestDoctorChecksTheReplicasShareTheWorkspace(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	tg := telegramtest.New(t, telegramtest.Options{})
+	cfg, err := config.Load(etcdConfig(t, tg, c.URL("golem")), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	workspace, err := filepath.Abs(cfg.Path(cfg.Workspace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := openStore(cfg) // as serve does, before the replica joins
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	ctx := context.Background()
+	for _, name := range []string{"r1", "r2"} {
+		if err := clustertest.Join(t, c.Endpoints[0], name, 2*time.Second).MarkVolume(ctx, workspace); err != nil {
+			t.Fatal(err)
+		}
+	}
+	find := func() finding {
+		t.Helper()
+		got := checkStore(cfg)
+		if len(got) != 3 {
+			t.Fatalf("findings %+v", got)
+		}
+		return got[2]
+	}
+	if got := find(); got.v != pass || !strings.Contains(got.text, "r1, r2") {
+		t.Errorf("two replicas on one workspace: %+v", got)
+	}
+	elsewhere := t.TempDir() // a replica whose workspace is a folder of its own machine
+	if err := clustertest.Join(t, c.Endpoints[0], "r3", 2*time.Second).MarkVolume(ctx, elsewhere); err != nil {
+		t.Fatal(err)
+	}
+	if got := find(); got.v != fail || !strings.Contains(got.text, "replica r3 uses the workspace "+elsewhere) {
+		t.Errorf("a replica on another folder: %+v", got)
+	}
+	if err := clustertest.Join(t, c.Endpoints[0], "r3", 2*time.Second).MarkVolume(ctx, workspace); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(workspace, cluster.MarkerDir, "r3")); err != nil { // same path, another volume
+		t.Fatal(err)
+	}
+	if got := find(); got.v != fail || !strings.Contains(got.text, "replica r3's marker is not in") {
+		t.Errorf("a replica on another volume at the same path: %+v", got)
 	}
 }
