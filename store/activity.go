@@ -61,7 +61,7 @@ func turnLogPrefix(key Key) []byte {
 }
 
 // ListConversations returns every stored conversation's key and last
-// use, by key. It reads only the time of each record (see lastUsedOf):
+// use, by key. It reads only the time of each record (see LastUsedOf):
 // the operator's listing sorts thousands of them per request and decodes
 // only the page it shows.
 func (s *Bolt) ListConversations() ([]ConversationTime, error) {
@@ -74,7 +74,7 @@ func (s *Bolt) ListConversations() ([]ConversationTime, error) {
 			if err != nil {
 				return fmt.Errorf("%w: %w", ErrCorrupt, err)
 			}
-			at, ok := lastUsedOf(v)
+			at, ok := LastUsedOf(v)
 			if !ok {
 				c, err := decodeConversation(key, v)
 				if err != nil {
@@ -92,11 +92,12 @@ func (s *Bolt) ListConversations() ([]ConversationTime, error) {
 	return out, nil
 }
 
-// lastUsedOf reads a convRecord's LastUsed without decoding the record:
+// LastUsedOf reads the LastUsed of a conversation's record, in the JSON
+// form both backends keep (see convRecord), without decoding the record:
 // its "u" member is the only place the bytes `"u":` can be, since a quote
 // inside a JSON string is escaped. ok is false for a record it cannot
 // read so (decode it then).
-func lastUsedOf(raw []byte) (time.Time, bool) {
+func LastUsedOf(raw []byte) (time.Time, bool) {
 	i := bytes.Index(raw, []byte(`"u":`))
 	if i < 0 {
 		return time.Time{}, len(raw) > 0 && raw[0] == '{' // never used

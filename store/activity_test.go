@@ -24,7 +24,7 @@ func FuzzLastUsedOf(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, ok := lastUsedOf(raw)
+		got, ok := LastUsedOf(raw)
 		if ok && !got.Equal(want.LastUsed) {
 			t.Fatalf("record %s: read %v, decoded %v", raw, got, want.LastUsed)
 		}

@@ -31,11 +31,15 @@ func (s *Store) ListConversations() ([]store.ConversationTime, error) {
 		if err != nil {
 			return nil, s.fail("list conversations", fmt.Errorf("%w: %w", store.ErrCorrupt, err))
 		}
-		c, err := decodeConversation(key, kv)
-		if err != nil {
-			return nil, s.fail("list conversations", err)
+		at, ok := store.LastUsedOf(kv.Value) // the listing reads only the time
+		if !ok {
+			c, err := decodeConversation(key, kv)
+			if err != nil {
+				return nil, s.fail("list conversations", err)
+			}
+			at = c.LastUsed
 		}
-		out = append(out, store.ConversationTime{Key: key, LastUsed: c.LastUsed})
+		out = append(out, store.ConversationTime{Key: key, LastUsed: at})
 	}
 	return out, nil
 }

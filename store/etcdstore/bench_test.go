@@ -1,9 +1,11 @@
 package etcdstore_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -103,3 +105,41 @@ func median(d []time.Duration) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// BenchmarkListConversations10k reads the key and last use of 10,000
+// conversations, with their sessions, from one etcd member: what the
+// operator's listing reads per request on a replica. Reports the median.
+func BenchmarkListConversations10k(b *testing.B) {
+	s := openEtcd(b, etcdtest.Start(b, 1))
+	defer s.Close()
+	now := time.Now()
+	var wg sync.WaitGroup
+	for w := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < 10000; i += 32 {
+				c := store.Conversation{Key: store.NewKey("slack", "T1", fmt.Sprintf("C%05d", i), ""), Engine: "claude-code",
+					SessionID: "0f9c2d6e-3b1a-4e8f-9a7c-5d2e1f0b3c4a", Sessions: []string{"0f9c2d6e-3b1a-4e8f-9a7c-5d2e1f0b3c4a"},
+					LastUsed: now.Add(-time.Duration(i) * time.Second)}
+				if err := s.SaveConversation(c); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var took []time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		got, err := s.ListConversations()
+		if err != nil || len(got) != 10000 {
+			b.Fatalf("listed %d, %v", len(got), err)
+		}
+		took = append(took, time.Since(start))
+	}
+	b.StopTimer()
+	b.ReportMetric(ms(median(took)), "median-ms")
+}
