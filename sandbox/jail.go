@@ -131,8 +131,8 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 	for _, h := range hidden {
 		b.mask(h)
 	}
-	if home != "" && home != "/" {
-		for _, s := range t.s.homeSockets(home) {
+	for _, f := range socketFolders(home) {
+		for _, s := range t.s.sockets(f) {
 			// Not one in sandbox.writable: a local model's, given on purpose.
 			if !slices.ContainsFunc(t.policy.Writable, func(w string) bool { return within(s, w) }) {
 				b.mask(s)

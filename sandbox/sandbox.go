@@ -176,7 +176,7 @@ type Sandbox struct {
 	// are in it (see proxyDir).
 	proxyRoot string
 	proxyDirs int
-	homes     map[string]*homeScan // the sockets below each $HOME (homeSockets)
+	scans     map[string]*socketScan // the sockets in each socketFolder (sockets)
 }
 
 // ErrUnavailable is wrapped by New when sandbox.mode: on (global or a

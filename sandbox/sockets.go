@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,8 +19,8 @@ import (
 // users). Every network mode has a network namespace of its own, which
 // takes away the host's abstract sockets (X11, containerd's shims); the
 // path sockets are hidden where they live: /tmp and /run (with /var/run)
-// are the sandbox's own, the sockets below $HOME are masked one by one
-// (homeSockets), and golem's other proxy sockets are in one folder that
+// are the sandbox's own, the sockets below $HOME and /var are masked one
+// by one (sockets), and golem's other proxy sockets are in one folder that
 // every sandbox masks (proxyDir).
 
 // privateRun gives the sandbox empty /run and /var/run of its own. The
@@ -65,50 +66,73 @@ func private(p string) bool {
 	return false
 }
 
-// Bounds of scanHome's walk, which takes some 30 ms for a home of
-// caches (~/.npm, ~/.cache, ~/go/pkg: 20000 entries).
-const (
-	homeSocketDepth   = 4 // ~/.colima/default/docker.sock is 3
-	homeSocketEntries = 20000
-)
+// A socket walk's bounds: it takes some 30 ms for a home of caches
+// (~/.npm, ~/.cache, ~/go/pkg: 20000 entries).
+const socketWalkEntries = 20000
 
-// homeRescan is how old homeSockets' last walk of a home may be before a
-// turn starts another one, in the background.
-const homeRescan = 10 * time.Second
+// socketRescan is how old the last walk of a folder may be before a turn
+// starts another one, in the background.
+const socketRescan = 10 * time.Second
 
-// homeScan is the last walk of one home.
-type homeScan struct {
+// socketFolder is a folder of the host that is walked for sockets: its
+// depth bound, and folders below it not walked (masked whole, or big and
+// without sockets).
+type socketFolder struct {
+	dir   string
+	depth int
+	skip  []string
+}
+
+// socketFolders are the folders walked for every sandbox: home (depth 4:
+// ~/.colima/default/docker.sock is 3), and /var (depth 5: LXD's
+// /var/snap/lxd/common/lxd/unix.socket; also MySQL's in /var/lib/mysql,
+// Postfix's in /var/spool/postfix, the kubelet's in /var/lib/kubelet).
+func socketFolders(home string) []socketFolder {
+	var out []socketFolder
+	if home != "" && home != "/" {
+		f := socketFolder{dir: home, depth: 4}
+		for _, rel := range credentials {
+			f.skip = append(f.skip, filepath.Join(home, rel))
+		}
+		out = append(out, f)
+	}
+	return append(out, socketFolder{dir: "/var", depth: 5,
+		skip: []string{"/var/lib/docker", "/var/lib/containers", "/var/cache", "/var/log", "/var/run"}})
+}
+
+// socketScan is the last walk of one folder.
+type socketScan struct {
 	mu      sync.Mutex
 	at      time.Time // zero before the first walk
 	found   []string
 	walking bool // a walk in the background
 }
 
-// homeSockets returns the Unix sockets below home (see scanHome). A walk
-// costs more than a turn's start may, so only a home's first turn waits
-// for one; later turns take the last walk's, and one older than
-// homeRescan starts a new walk in the background. A socket made since
-// the last walk (at most homeRescan before it) is not masked.
-func (s *Sandbox) homeSockets(home string) []string {
+// sockets returns the Unix sockets in f (see walkSockets). A walk costs
+// more than a turn's start may, so only a folder's first turn waits for
+// one; later turns take the last walk's, and one older than socketRescan
+// starts a new walk in the background. A socket made since the last walk
+// (at most socketRescan before it) is not masked.
+func (s *Sandbox) sockets(f socketFolder) []string {
 	s.mu.Lock()
-	sc := s.homes[home]
+	sc := s.scans[f.dir]
 	if sc == nil {
-		if s.homes == nil {
-			s.homes = map[string]*homeScan{}
+		if s.scans == nil {
+			s.scans = map[string]*socketScan{}
 		}
-		sc = &homeScan{}
-		s.homes[home] = sc
+		sc = &socketScan{}
+		s.scans[f.dir] = sc
 	}
 	s.mu.Unlock()
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	switch {
 	case sc.at.IsZero():
-		sc.found, sc.at = scanHome(home), time.Now()
-	case time.Since(sc.at) > homeRescan && !sc.walking:
+		sc.found, sc.at = walkSockets(f), time.Now()
+	case time.Since(sc.at) > socketRescan && !sc.walking:
 		sc.walking = true
 		go func() {
-			found := scanHome(home)
+			found := walkSockets(f)
 			sc.mu.Lock()
 			sc.found, sc.at, sc.walking = found, time.Now(), false
 			sc.mu.Unlock()
@@ -117,35 +141,32 @@ func (s *Sandbox) homeSockets(home string) []string {
 	return sc.found
 }
 
-// scanHome returns the Unix sockets at most homeSocketDepth levels below
-// home (an SSH or GPG agent's, a rootless Docker's, an editor's), outside
-// the credentials that are masked whole, node_modules and .git.
-func scanHome(home string) []string {
-	skip := make(map[string]bool, len(credentials))
-	for _, rel := range credentials {
-		skip[filepath.Join(home, rel)] = true
-	}
+// walkSockets returns the Unix sockets at most f.depth levels below
+// f.dir (an SSH or GPG agent's, a rootless Docker's, an editor's, a
+// database's), outside f.skip, node_modules and .git, in at most
+// socketWalkEntries entries.
+func walkSockets(f socketFolder) []string {
 	var out []string
 	n := 0
-	filepath.WalkDir(home, func(p string, d fs.DirEntry, err error) error {
+	filepath.WalkDir(f.dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if d != nil && d.IsDir() {
 				return fs.SkipDir
 			}
 			return nil
 		}
-		if n++; n > homeSocketEntries {
+		if n++; n > socketWalkEntries {
 			return fs.SkipAll
 		}
 		if d.Type()&fs.ModeSocket != 0 {
 			out = append(out, p)
 			return nil
 		}
-		if !d.IsDir() || p == home {
+		if !d.IsDir() || p == f.dir {
 			return nil
 		}
-		if skip[p] || d.Name() == "node_modules" || d.Name() == ".git" ||
-			strings.Count(p[len(home):], "/") >= homeSocketDepth {
+		if slices.Contains(f.skip, p) || d.Name() == "node_modules" || d.Name() == ".git" ||
+			strings.Count(p[len(f.dir):], "/") >= f.depth {
 			return fs.SkipDir
 		}
 		return nil

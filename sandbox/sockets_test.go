@@ -38,7 +38,8 @@ func listenUnix(t *testing.T, path string) {
 
 // TestSockets: a Unix socket of the host is out of the agent's reach
 // wherever it sees the file system: one in /run (Docker's, D-Bus's live
-// there), one below $HOME, and another turn's proxy socket in golem's
+// there), one below $HOME, one in /var (MySQL's, LXD's live there), and
+// another turn's proxy socket in golem's
 // TMPDIR (here not /tmp); each of them answers outside. The turn's own
 // proxy still carries its requests, and a socket in a folder of
 // sandbox.writable (a local model's) stays reachable.
@@ -56,7 +57,12 @@ func TestSockets(t *testing.T) {
 	listenUnix(t, given)
 	s := need(t, Config{AllowHosts: []string{strings.TrimPrefix(srv.URL, "http://")}, Writable: []string{filepath.Dir(given)}}, Options{})
 
-	sockets := []string{filepath.Join(f.home, ".local", "share", "app", "agent.sock")}
+	varDir, err := os.MkdirTemp("/var/tmp", "golem-sbtest-var-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(varDir) })
+	sockets := []string{filepath.Join(f.home, ".local", "share", "app", "agent.sock"), filepath.Join(varDir, "db", "db.sock")}
 	if run := fmt.Sprintf("/run/golem-sbtest-%d.sock", os.Getpid()); os.Geteuid() == 0 {
 		sockets = append(sockets, run) // only root may make one there
 		t.Cleanup(func() { os.Remove(run) })
