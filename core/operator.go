@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/golem-chat/golem/engine"
 	"github.com/golem-chat/golem/parser"
@@ -227,18 +228,30 @@ func (d *Dispatcher) Decide(key store.Key, id, decision string, option int) Acti
 // under mu, from the turn's goroutine, and must not block.
 type tap struct {
 	mu       sync.Mutex
-	text     strings.Builder
+	text     []byte // the answer's text so far, its last maxTapText bytes
+	cut      bool   // text lost its beginning
 	watchers map[int]func(...parser.Event)
 	next     int
 	ended    bool
 }
+
+// maxTapText bounds the text a tap keeps for a watcher joining late: an
+// answer longer than that is joined with its last part, after "…".
+const maxTapText = 1 << 20
 
 func (t *tap) publish(evs ...parser.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, ev := range evs {
 		if ev.Type == parser.Text {
-			t.text.WriteString(ev.Content)
+			t.text = append(t.text, ev.Content...)
+			if over := len(t.text) - maxTapText; over > 0 {
+				for over < len(t.text) && !utf8.RuneStart(t.text[over]) {
+					over++
+				}
+				t.text = append(t.text[:0], t.text[over:]...)
+				t.cut = true
+			}
 		}
 		if ev.Terminal() {
 			t.ended = true
@@ -295,8 +308,12 @@ func (d *Dispatcher) Watch(key store.Key, sink func(...parser.Event)) (stop func
 	if t.ended {
 		return nil, false
 	}
-	if t.text.Len() > 0 {
-		sink(parser.Event{Type: parser.Text, Content: t.text.String()})
+	if len(t.text) > 0 {
+		text := string(t.text)
+		if t.cut {
+			text = "…" + text
+		}
+		sink(parser.Event{Type: parser.Text, Content: text})
 	}
 	id := t.next
 	t.next++
