@@ -290,3 +290,38 @@ func between(s, a, b string) string {
 	in, _, _ := strings.Cut(after, b)
 	return in
 }
+
+// TestE2EScheduleRestartCatchUp stops golem over a run: back within
+// catch_up, the missed run is answered at start; back past it, nothing
+// runs then, and the next run says the missed one was skipped. The runs
+// count in /usage as the person's.
+func TestE2EScheduleRestartCatchUp(t *testing.T) {
+	fake := slacktest.New(slacktest.Options{PingInterval: time.Second})
+	t.Cleanup(fake.Close)
+	db := filepath.Join(t.TempDir(), "golem.db")
+	clock := clockwork.NewFakeClockAt(scheduleStart)
+	s := startScheduled(t, fake, db, clock, botConfig{})
+	s.command(`every "0 9 * * *" --name nine report`, "Scheduled")
+	restart := func(down time.Duration) {
+		s.loopStop()
+		s.stop()
+		clock.Advance(down)
+		s = startScheduled(t, fake, db, clock, botConfig{})
+	}
+
+	before := len(fake.BotMessages("C1"))
+	restart(30 * time.Minute) // Monday 09:29: 09:00 missed by 29 min
+	s.answerOf(before, "⏰ nine · 09:00", "report")
+
+	restart(26*time.Hour + 31*time.Minute) // Tuesday 12:00: 09:00 missed by 3 h
+	s.sleeping()
+	if n := len(s.runs()); n != 0 { // this start's agent log
+		t.Fatalf("%d agent runs; a run missed by 3 h ran at start", n)
+	}
+	before = len(fake.BotMessages("C1"))
+	clock.Advance(21 * time.Hour) // Wednesday 09:00
+	s.answerOf(before, "⏰ nine · 09:00\n_(the run of Tue 8 Dec 09:00 was skipped: golem was not running then)_", "report")
+	if u := s.command("usage", "Usage"); !strings.Contains(u, "This conversation: 2 turns") {
+		t.Errorf("/usage = %q", u)
+	}
+}
