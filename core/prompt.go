@@ -38,7 +38,10 @@ const (
 	PromptSkippedBusy = "skipped_busy" // the conversation stayed busy for BusyWait
 	PromptDenied      = "denied"       // its person is not in access.allow any more
 	PromptOverBudget  = "over_budget"  // refused by a budget, which the chat was told
-	PromptShutdown    = "shutdown"     // golem was shutting down
+	PromptShutdown    = "shutdown"     // golem shut down before its turn began
+	// PromptStarted: ctx ended once its turn was under way, which then
+	// ends with the dispatcher's Close.
+	PromptStarted = "started"
 	// PromptUnreachable: no platform of its name is served here (its
 	// token was removed, or it was set in `bot run`'s terminal), so no
 	// agent runs for an answer nobody would see.
@@ -107,7 +110,7 @@ func (d *Dispatcher) RunPrompt(ctx context.Context, p Prompt) string {
 			case o := <-pr.ended:
 				return o
 			case <-ctx.Done():
-				return PromptShutdown
+				return PromptStarted
 			}
 		}
 		select {

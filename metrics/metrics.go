@@ -98,7 +98,7 @@ func NewFor(replica string) *Registry {
 			Name: "golem_busy_messages_total", Help: "Messages that came while their conversation's answer ran, by what was done: steered, interrupted, queued (the engine cannot steer).",
 		}, []string{"platform", "engine", "handling"}),
 		scheduleRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "golem_schedule_runs_total", Help: "Scheduled prompts' runs by how they ended: done, error, timed_out, stopped, skipped_busy, denied, over_budget, missed, shutdown, handed_over.",
+			Name: "golem_schedule_runs_total", Help: "Scheduled prompts' runs by how they ended: done, error, timed_out, stopped, skipped_busy, denied, over_budget, missed, shutdown, started, unreachable, handed_over.",
 		}, []string{"outcome"}),
 	}
 	r.with.MustRegister(r.turns, r.duration, r.firstText, r.calls, r.rateLimited, r.approvals, r.engineFailure, r.busy, r.scheduleRuns,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/store"
 )
 
@@ -137,7 +138,7 @@ func (b *Book) visit(ctx context.Context, e *entry, now time.Time) {
 				b.reread(sc.ID)
 				return
 			}
-			b.fire(ctx, sc, "now", now)
+			b.fire(ctx, sc, firing{label: "now", at: now})
 		})
 	}
 	if r := e.sc.Retry; !e.sc.Paused && !r.IsZero() && !r.After(now) {
@@ -156,7 +157,7 @@ func (b *Book) visit(ctx context.Context, e *entry, now time.Time) {
 				return
 			}
 			loc, _ := b.zone(sc)
-			b.fire(ctx, sc, fmt.Sprintf("%s · retry %d", sc.Fired.In(loc).Format("15:04"), sc.Failures), now)
+			b.fire(ctx, sc, firing{label: fmt.Sprintf("%s · retry %d", sc.Fired.In(loc).Format("15:04"), sc.Failures), at: now})
 		})
 	}
 	if e.sc.Paused || e.next.IsZero() || e.next.After(now) {
@@ -176,7 +177,8 @@ func (b *Book) visit(ctx context.Context, e *entry, now time.Time) {
 				b.reread(sc.ID) // fired elsewhere, or changed
 				return
 			}
-			b.fire(ctx, now, latest.In(e.spec.Loc).Format("15:04"), latest) // as stored: a missed run noted meanwhile is told
+			// As stored: a missed run noted meanwhile is told.
+			b.fire(ctx, now, firing{label: latest.In(e.spec.Loc).Format("15:04"), at: latest, instant: true, prev: prev})
 		})
 		return
 	}
@@ -227,24 +229,32 @@ func (b *Book) miss(sc store.Schedule, prev, at time.Time, loc *time.Location) {
 	}
 }
 
+// firing is one run of a schedule: of an instant (its Fired moved from
+// prev to at), or at once (/runnow, a retry).
+type firing struct {
+	label   string // the header's time: "09:00", "now", "09:00 · retry 1"
+	at      time.Time
+	instant bool
+	prev    time.Time
+}
+
 // fire runs sc's prompt, its firing recorded, and records how it ended.
-// label is the header's time ("09:00", "now").
-func (b *Book) fire(ctx context.Context, sc store.Schedule, label string, at time.Time) {
+func (b *Book) fire(ctx context.Context, sc store.Schedule, f firing) {
 	r := b.run()
 	if r == nil {
 		b.log.Error("schedules: no runner bound; run dropped", "schedule", sc.ID)
 		return
 	}
 	loc, _ := b.zone(sc)
-	header := fmt.Sprintf("⏰ %s · %s", name(sc), label)
+	header := fmt.Sprintf("⏰ %s · %s", name(sc), f.label)
 	if !sc.Missed.IsZero() {
 		header += fmt.Sprintf("\n_(the run of %s was skipped: golem was not running then)_", when(sc.Missed, loc))
 	}
-	b.log.Info("schedules: run", "schedule", sc.ID, "conversation", sc.Key, "at", at)
+	b.log.Info("schedules: run", "schedule", sc.ID, "conversation", sc.Key, "at", f.at)
 	outcome := r.RunPrompt(ctx, b.prompt(sc, header))
 	b.opts.Counted(outcome)
 	b.log.Info("schedules: run ended", "schedule", sc.ID, "outcome", outcome)
-	b.record(sc, outcome, r)
+	b.record(sc, outcome, r, f)
 }
 
 // backoff is how long after its n-th failure in a row a run is tried
@@ -270,14 +280,20 @@ func failed(outcome string) bool {
 
 // record keeps how sc's run ended; failing MaxFailures times in a row, or
 // its person not allowed any more, pauses sc with a note. A once is
-// forgotten after its run (unless golem shut down before it ran).
-func (b *Book) record(sc store.Schedule, outcome string, r Runner) {
+// forgotten after its run. An instant that golem shut down before its
+// turn began is unfired, so that the next start may catch it up.
+func (b *Book) record(sc store.Schedule, outcome string, r Runner, f firing) {
 	now := b.clock.Now()
 	why := ""
+	unfired := outcome == core.PromptShutdown && f.instant
 	_, err := b.opts.Store.UpdateSchedule(sc.ID, func(s *store.Schedule) bool {
 		why = ""
+		if unfired && s.Fired.Equal(f.at) {
+			s.Fired = f.prev
+			return true
+		}
 		s.LastRun, s.LastOutcome = now, outcome
-		if !sc.Missed.IsZero() && s.Missed.Equal(sc.Missed) && outcome != "shutdown" {
+		if !sc.Missed.IsZero() && s.Missed.Equal(sc.Missed) {
 			s.Missed = time.Time{} // told
 		}
 		s.Retry = time.Time{}
@@ -304,7 +320,7 @@ func (b *Book) record(sc store.Schedule, outcome string, r Runner) {
 		b.log.Warn("schedules: paused", "schedule", sc.ID, "outcome", outcome)
 		r.Notify(b.prompt(sc, ""), fmt.Sprintf("⏸️ Schedule `%s` (%s) is paused: %s. `/unpause %s` resumes it.", sc.ID, name(sc), why, sc.ID))
 	}
-	if sc.Spec == "" && outcome != "shutdown" {
+	if sc.Spec == "" && !unfired {
 		b.forget(sc.ID)
 		return
 	}

@@ -287,6 +287,39 @@ func TestFailedRunBacksOff(t *testing.T) {
 	}
 }
 
+// TestShutdownBeforeTurnUnfires: a run that golem's shutdown cut short
+// before its turn began (it waited for a busy conversation) runs at the
+// next start, within catch_up; one whose turn had begun does not.
+func TestShutdownBeforeTurnUnfires(t *testing.T) {
+	for _, tt := range []struct {
+		outcome string
+		again   bool
+	}{{core.PromptShutdown, true}, {core.PromptStarted, false}} {
+		t.Run(tt.outcome, func(t *testing.T) {
+			b := newBed(t, "", nil, schedule.Options{})
+			b.runner.set(func(core.Prompt) string { return tt.outcome })
+			b.start()
+			b.command("every", `"0 9 * * *" p`)
+			b.sleeping()
+			b.advance(time.Minute)
+			b.runner.next(t)
+			b.stop() // waits for the run's record
+			b.stop = nil
+			b = newBed(t, b.db, b.clock, schedule.Options{})
+			b.clock.Advance(10 * time.Minute)
+			b.start()
+			if tt.again {
+				if p := b.runner.next(t); !strings.HasSuffix(p.Header, " · 09:00") {
+					t.Errorf("the run again: %q", p.Header)
+				}
+			}
+			b.stop()
+			b.stop = nil
+			b.runner.none(t)
+		})
+	}
+}
+
 func TestAccessRemovedPauses(t *testing.T) {
 	b := newBed(t, "", nil, schedule.Options{})
 	b.runner.set(func(core.Prompt) string { return core.PromptDenied })
