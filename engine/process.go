@@ -263,7 +263,7 @@ func (c *cli) start(ctx context.Context, path string, t Turn, key string) (*proc
 	cmd.Stdin = stdin
 	cmd.Dir = t.Workdir
 	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = agentAttr()
 	p := &process{cmd: cmd, parser: c.newParser(), stdin: inW, cancel: cancel, jail: jail}
 	if jail != nil {
 		cmd.ExtraFiles = jail.Extra
