@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golem-chat/golem/core"
@@ -149,15 +150,13 @@ func (s *Server) conversations(w http.ResponseWriter, r *http.Request) {
 		Conversations []conversationJSON `json:"conversations"`
 		Next          *string            `json:"next"`
 	}{Conversations: make([]conversationJSON, 0, len(page))}
-	for _, l := range page {
-		j, err := s.describe(l, now)
-		if err != nil {
-			s.log.Error("http: read a conversation's usage", "conversation", l.conv.Key, "err", err)
-			writeError(w, http.StatusServiceUnavailable, "the store cannot be read now: "+err.Error())
-			return
-		}
-		out.Conversations = append(out.Conversations, j)
+	described, err := s.describeAll(page, now)
+	if err != nil {
+		s.log.Error("http: read the listed conversations", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "the store cannot be read now: "+err.Error())
+		return
 	}
+	out.Conversations = append(out.Conversations, described...)
 	if more {
 		next := cursorOf(page[len(page)-1]).String()
 		out.Next = &next
@@ -196,6 +195,34 @@ func (s *Server) listAll() ([]listed, error) {
 	}
 	sortListed(all)
 	return all, nil
+}
+
+// describeReads bounds the conversations a page reads at once: with etcd
+// each is two round trips, which a page of 50 should not wait for one
+// after another.
+const describeReads = 8
+
+// describeAll describes the page's conversations, a few at once, in order.
+func (s *Server) describeAll(page []listed, now time.Time) ([]conversationJSON, error) {
+	out := make([]conversationJSON, len(page))
+	errs := make([]error, len(page))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(describeReads, len(page)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i], errs[i] = s.describe(page[i], now)
+			}
+		}()
+	}
+	for i := range page {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out, errors.Join(errs...)
 }
 
 // describe is l as the listing shows it, with its settings and its
