@@ -26,11 +26,12 @@ import (
 // chat is the platform as every replica sees it: one chat that all of them
 // post to (as every replica posts to Slack with the same token).
 type chat struct {
-	mu      sync.Mutex
-	next    int
-	msgs    map[string]string
-	order   []string
-	changed chan struct{}
+	mu        sync.Mutex
+	next      int
+	msgs      map[string]string
+	order     []string
+	questions []core.Question
+	changed   chan struct{}
 }
 
 func newChat() *chat { return &chat{msgs: map[string]string{}, changed: make(chan struct{}, 1)} }
@@ -316,5 +317,64 @@ func TestWritesOfAnotherReplicaAreFenced(t *testing.T) {
 	other := store.NewKey("rec", "", "C2", "")
 	if err := b.st.SaveConversation(store.Conversation{Key: other, Model: "x"}); err != nil {
 		t.Fatalf("b's write to a conversation nobody owns: %v", err)
+	}
+}
+
+// Ask posts a question as a message, as a platform with buttons does.
+func (c *chat) Ask(ctx context.Context, q core.Question) (core.MessageRef, error) {
+	c.mu.Lock()
+	c.questions = append(c.questions, q)
+	c.mu.Unlock()
+	return c.Send(ctx, q.Place, q.Text)
+}
+
+func (c *chat) Settle(ctx context.Context, ref core.MessageRef, text string) error {
+	return c.Edit(ctx, ref, text)
+}
+
+func (c *chat) question(t *testing.T) core.Question {
+	t.Helper()
+	c.waitFor(t, 10*time.Second, "a question", func([]string) bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.questions) > 0
+	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.questions[len(c.questions)-1]
+}
+
+// A click on the approval buttons may reach any replica (the one holding
+// Discord's gateway, Slack's connection that got the envelope): it reaches
+// the replica whose turn waits for it, and that turn goes on.
+func TestClickReachesTheReplicaWhoseTurnWaits(t *testing.T) {
+	f := newFleet(t)
+	a, b := f.start("a", 2*time.Second), f.start("b", 2*time.Second)
+	ctx := context.Background()
+	a.d.Handle(ctx, msg("C1", 0, "!ask Write {\"file_path\":\"/w/a.txt\",\"content\":\"x\"}\nwritten"))
+	q := f.chat.question(t)
+	if owner := b.conv.Owner(core.KeyFor(msg("C1", 0, ""), "")); owner != "a" {
+		t.Fatalf("C1 is owned by %q, want a", owner)
+	}
+
+	clicked := time.Now()
+	res := b.d.HandleAction(ctx, core.Action{Platform: "rec", Channel: "C1", User: "alice", UserName: "alice", Data: q.Choices[0].Data})
+	took := time.Since(clicked)
+	if res.Err != nil || !strings.Contains(res.Settled, "allowed by alice") {
+		t.Fatalf("the click on the other replica: %+v", res)
+	}
+	t.Logf("a click on the replica without the turn decided it in %v", took.Round(time.Millisecond))
+	if took > time.Second {
+		t.Errorf("the forwarded click took %v, want at most 1 s", took)
+	}
+	f.chat.waitFor(t, 10*time.Second, "the agent going on", func(texts []string) bool { return count(texts, "echo: written") == 1 })
+
+	again := b.d.HandleAction(ctx, core.Action{Platform: "rec", Channel: "C1", User: "alice", Data: q.Choices[0].Data})
+	if again.Err == nil {
+		t.Errorf("a second click on the decided question: %+v", again)
+	}
+	unknown := b.d.HandleAction(ctx, core.Action{Platform: "rec", Channel: "C1", User: "alice", Data: "golem:allow:00000000"})
+	if !errors.Is(unknown.Err, core.ErrUnknownRequest) {
+		t.Errorf("a click no turn waits for: %+v", unknown)
 	}
 }
