@@ -19,6 +19,7 @@ type world struct {
 	a        *Adapter
 	agentLog string
 	bot      string
+	golem    *bottest.Bot
 }
 
 func newWorld(t testing.TB, fopts discordtest.Options, aopts Options, allow ...string) *world {
@@ -43,7 +44,7 @@ func newWorldWith(t testing.TB, fopts discordtest.Options, aopts Options, tune f
 	if !fake.Wait(wait, func(v discordtest.View) bool { return v.Connected() && len(v.Calls("PUT /applications/")) > 0 }) {
 		t.Fatal("the adapter did not connect and register its commands")
 	}
-	return &world{fake: fake, a: a, agentLog: b.AgentLog, bot: fake.Options().BotUserID}
+	return &world{fake: fake, a: a, agentLog: b.AgentLog, bot: fake.Options().BotUserID, golem: b}
 }
 
 // ask runs /ask in guild channel c1 as user and returns the interaction id.
