@@ -228,6 +228,9 @@ func TestAdminPageToken(t *testing.T) {
 		t.Errorf("stored token %q", stored)
 	}
 	tab.navigate(base + "/")
+	if tab.text(`String(document.getElementById("admin-link").hidden)`) != "false" {
+		t.Error("the chat page does not link to the operator's page")
+	}
 	if tab.text(`String(document.getElementById("token-form").hidden)`) != "true" {
 		t.Error("the chat page asks again for the token the operator's page saved")
 	}

@@ -20,8 +20,13 @@ const authPlaceholder = "{{AUTH}}"
 const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
 	"img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-// renderPage fills the auth flag into a page.
-func renderPage(name string, tokenRequired bool) ([]byte, error) {
+// adminPlaceholder in index.html becomes "hidden" when the server has no
+// operator's page to link to.
+const adminPlaceholder = "{{ADMIN}}"
+
+// renderPage fills the auth flag into a page, and the link to the
+// operator's page where there is one.
+func renderPage(name string, tokenRequired, admin bool) ([]byte, error) {
 	b, err := web.ReadFile(name)
 	if err != nil {
 		return nil, err
@@ -33,6 +38,11 @@ func renderPage(name string, tokenRequired bool) ([]byte, error) {
 	if tokenRequired {
 		flag = "required"
 	}
+	hidden := "hidden"
+	if admin {
+		hidden = ""
+	}
+	b = bytes.ReplaceAll(b, []byte(adminPlaceholder), []byte(hidden))
 	return bytes.ReplaceAll(b, []byte(authPlaceholder), []byte(flag)), nil
 }
 

@@ -106,6 +106,9 @@ func TestPageChat(t *testing.T) {
 	if tab.text(`String(document.getElementById("token-form").hidden)`) != "true" {
 		t.Error("the token form shows on a server without a token")
 	}
+	if tab.text(`String(document.getElementById("admin-link").hidden)`) != "true" {
+		t.Error("a server without the operator's view links to it")
+	}
 
 	// Type a prompt and press Enter: the answer streams in.
 	tab.eval(`document.getElementById("prompt").focus()`, nil)

@@ -153,9 +153,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Token != "" {
 		s.tokenHash = sha256.Sum256([]byte(opts.Token))
 	}
-	s.page, err = renderPage("web/index.html", opts.Token != "")
+	s.page, err = renderPage("web/index.html", opts.Token != "", opts.Operator != nil)
 	if err == nil && opts.Operator != nil {
-		s.admin, err = renderPage("web/admin.html", opts.Token != "")
+		s.admin, err = renderPage("web/admin.html", opts.Token != "", true)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: prepare the web page: %w", err)
