@@ -120,6 +120,24 @@ func (c *Conversations) state(key store.Key) *owned {
 	return o
 }
 
+// lock is key's record here, made when new, with its mu held: the one in
+// the map, even when the record it first found was forgotten (let go of)
+// while it waited for the lock, since a record out of the map is one the
+// watch no longer delivers mail to.
+func (c *Conversations) lock(key store.Key) *owned {
+	for {
+		o := c.state(key)
+		o.mu.Lock()
+		c.mu.Lock()
+		current := c.keys[key] == o
+		c.mu.Unlock()
+		if current {
+			return o
+		}
+		o.mu.Unlock()
+	}
+}
+
 // Admit implements core.Cluster.
 func (c *Conversations) Admit(ctx context.Context, key store.Key, m core.Message, enqueue func(core.Message)) error {
 	sess, alive, err := c.member()
@@ -127,9 +145,8 @@ func (c *Conversations) Admit(ctx context.Context, key store.Key, m core.Message
 		return err
 	}
 	lease := sess.Lease()
-	o := c.state(key)
 	if m.Sink != nil {
-		return c.admitStream(ctx, key, o, lease, m, enqueue)
+		return c.admitStream(ctx, key, lease, m, enqueue)
 	}
 	// A platform's receive loop waits for this: not past the membership,
 	// nor past replica_ttl while etcd is slow to answer.
@@ -145,7 +162,7 @@ func (c *Conversations) Admit(ctx context.Context, key store.Key, m core.Message
 	if len(raw) > store.MaxValue {
 		return fmt.Errorf("cluster: message of %d bytes: %w", len(raw), store.ErrTooLarge)
 	}
-	o.mu.Lock()
+	o := c.lock(key)
 	defer o.mu.Unlock()
 	mail := clientv3.OpPut(c.mailDir(key)+id, string(raw))
 	resp, err := c.cli.Txn(ctx).
@@ -188,9 +205,9 @@ func (c *Conversations) Admit(ctx context.Context, key store.Key, m core.Message
 // admitStream claims key for a message that cannot move (its answer
 // streams to whoever asked this replica), waiting while another replica
 // runs it.
-func (c *Conversations) admitStream(ctx context.Context, key store.Key, o *owned, lease clientv3.LeaseID, m core.Message, enqueue func(core.Message)) error {
+func (c *Conversations) admitStream(ctx context.Context, key store.Key, lease clientv3.LeaseID, m core.Message, enqueue func(core.Message)) error {
 	for {
-		o.mu.Lock()
+		o := c.lock(key)
 		resp, err := c.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(c.ownerKey(key)), "=", 0)).
 			Then(clientv3.OpGet(c.dirtyKey(key)), clientv3.OpGet(c.mailDir(key), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)),
@@ -291,8 +308,7 @@ func (c *Conversations) Release(key store.Key) {
 	c.done.Add(1)
 	go func() {
 		defer c.done.Done()
-		o := c.state(key)
-		o.mu.Lock()
+		o := c.lock(key)
 		defer o.mu.Unlock()
 		if o.lease == 0 || !c.hostOf().Idle(key) {
 			return

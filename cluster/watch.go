@@ -107,8 +107,7 @@ func (c *Conversations) adopt(key store.Key) {
 		return
 	}
 	lease := sess.Lease()
-	o := c.state(key)
-	o.mu.Lock()
+	o := c.lock(key)
 	defer o.mu.Unlock()
 	if o.lease != 0 {
 		return

@@ -1,0 +1,136 @@
+package cluster
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golem-chat/golem/core"
+	"github.com/golem-chat/golem/internal/etcdtest"
+	"github.com/golem-chat/golem/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// host is a core.Host that records what it is given; idle, when set, is
+// called by Idle (under the key's lock) before it answers true.
+type host struct {
+	mu        sync.Mutex
+	delivered []string
+	got       chan struct{}
+	idle      func()
+}
+
+func newHost() *host { return &host{got: make(chan struct{}, 16)} }
+
+func (h *host) TakeOver(store.Key) {}
+func (h *host) Deliver(m core.Message) {
+	h.mu.Lock()
+	h.delivered = append(h.delivered, m.Text)
+	h.mu.Unlock()
+	h.got <- struct{}{}
+}
+func (h *host) Idle(store.Key) bool {
+	h.mu.Lock()
+	f := h.idle
+	h.idle = nil
+	h.mu.Unlock()
+	if f != nil {
+		f()
+	}
+	return true
+}
+func (h *host) Act(context.Context, core.Action) (core.ActionResult, bool) {
+	return core.ActionResult{}, false
+}
+func (h *host) GiveUp() {}
+
+func joinTest(t *testing.T, endpoint, name string, h core.Host) *Conversations {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := JoinEtcd(ctx, EtcdOptions{Client: cli, Prefix: "golem", Name: name, TTL: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewConversations(r, nil)
+	c.Bind(h)
+	t.Cleanup(func() { c.Close(); r.Close(); cli.Close() })
+	return c
+}
+
+// waitLocked waits until a goroutine waits for a mutex inside fn (a
+// function of this package, as its stack names it).
+func waitLocked(t *testing.T, fn string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	buf := make([]byte, 1<<20)
+	for time.Now().Before(deadline) {
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "sync.(*Mutex).Lock") && strings.Contains(g, "cluster.(*Conversations)."+fn+"(") {
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("no goroutine came to wait for a lock in %s", fn)
+}
+
+// A message that claims a conversation while this replica lets go of it
+// keeps the conversation's record here: mail another replica puts for it
+// afterwards is delivered, not left in the mailbox of a conversation that
+// this replica owns without knowing.
+func TestClaimWhileLettingGoKeepsTheRecord(t *testing.T) {
+	e := etcdtest.Start(t, 1)
+	ha, hb := newHost(), newHost()
+	a, b := joinTest(t, e.Endpoints[0], "a", ha), joinTest(t, e.Endpoints[0], "b", hb)
+	key := store.Key{Platform: "rec", Channel: "C1"}
+	m := func(text string) core.Message {
+		return core.Message{Platform: "rec", Channel: "C1", ID: text, User: "alice", Text: text}
+	}
+	var enqueued []string
+	enqueue := func(m core.Message) { enqueued = append(enqueued, m.Text); a.Taken(key, m) } // its turn begins
+	if err := a.Admit(context.Background(), key, m("1"), enqueue); err != nil {
+		t.Fatal(err)
+	}
+
+	// a lets go of the conversation; as it checks that it is idle, under
+	// the key's lock, the next message comes to a and waits for the lock.
+	second := make(chan error, 1)
+	ha.mu.Lock()
+	ha.idle = func() {
+		go func() { second <- a.Admit(context.Background(), key, m("2"), enqueue) }()
+		waitLocked(t, "Admit")
+	}
+	ha.mu.Unlock()
+	a.Release(key)
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	if len(enqueued) != 2 {
+		t.Fatalf("a ran %q, want both messages", enqueued)
+	}
+	if owner := a.Owner(key); owner != "a" {
+		t.Fatalf("owner %q after the second message, want a", owner)
+	}
+	if n := a.Owned(); n != 1 {
+		t.Errorf("a says it owns %d conversations, want 1", n)
+	}
+
+	// A third message, received by b, goes to the mailbox of a's
+	// conversation; a must run it.
+	if err := b.Admit(context.Background(), key, m("3"), func(core.Message) { t.Error("b ran a message of a's conversation") }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ha.got:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the message b received was never delivered to a, its conversation's owner (a delivered %q)", ha.delivered)
+	}
+}
