@@ -113,6 +113,17 @@ func TestOperatorAcrossReplicas(t *testing.T) {
 	if msg := errorBody(t, res); !strings.Contains(msg, "replica a") {
 		t.Errorf("b's refusal %q does not name replica a", msg)
 	}
+	if res := call(t, http.MethodGet, convURL(b.base, "rec::C1", "/events"), "", ""); res.StatusCode != http.StatusConflict {
+		t.Errorf("events from b: %d, want 409", res.StatusCode)
+	}
+	watch := call(t, http.MethodGet, convURL(a.base, "rec::C1", "/events"), "", "")
+	if watch.StatusCode != 200 {
+		t.Fatalf("events from a: %d", watch.StatusCode)
+	}
+	live := newSSEReader(watch.Body)
+	if first, err := live.next(); err != nil || !strings.Contains(first, "the quick") {
+		t.Errorf("a's answer joined with %q, %v", first, err)
+	}
 	var there conversationJSON
 	getJSON(t, convURL(a.base, "rec::C1"), "", &there)
 	if there.State != "running" || there.Replica != "a" {

@@ -164,10 +164,11 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
 
 // events answers GET /v1/conversations/{key}/events: the running answer
 // as Server-Sent Events, joined mid-turn with its text so far, ending
-// with its terminal event; 204 when no answer runs here.
+// with its terminal event; 204 when no answer runs, 409 when it runs on
+// another replica.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	key, _, ok := s.pathKey(w, r)
-	if !ok {
+	key, l, ok := s.pathKey(w, r)
+	if !ok || !s.here(w, l) {
 		return
 	}
 	q := core.NewEventQueue()
