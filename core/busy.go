@@ -166,7 +166,9 @@ func steerable(name string) bool {
 // or put back, in order, at the head of c's queue for a turn of its own. It
 // returns the messages written to the run, in order.
 func (d *Dispatcher) startSteering(c *conversation, run *engine.Run, eng string, m Message, dir string, log *slog.Logger) (end func() []Message) {
-	if (d.opts.Busy != BusyDefault && d.opts.Busy != BusySteer) || !steerable(eng) {
+	if (d.opts.Busy != BusyDefault && d.opts.Busy != BusySteer) || !steerable(eng) || m.prompt != nil {
+		// A scheduled prompt's turn (in a session of its own, as often as
+		// not) takes no person's message: those queue behind it.
 		return func() []Message { return nil }
 	}
 	s := &steering{run: run, user: m.User, userName: m.UserName, dir: dir, log: log}

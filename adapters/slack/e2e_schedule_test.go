@@ -325,3 +325,32 @@ func TestE2EScheduleRestartCatchUp(t *testing.T) {
 		t.Errorf("/usage = %q", u)
 	}
 }
+
+// TestE2EScheduledRunTakesNoSteering: a person's message while a
+// scheduled run's turn runs is not steered into it (that run is in a
+// session of its own): it waits and gets a turn and an answer of its own.
+func TestE2EScheduledRunTakesNoSteering(t *testing.T) {
+	s, _ := newScheduled(t, botConfig{})
+	id := between(s.command(`every "0 9 * * *" --name slow !sleep 1500ms
+report`, "Scheduled"), "`", "`")
+	before := len(s.fake.BotMessages("C1"))
+	s.command("runnow "+id, "runs now")
+	if !s.fake.Wait(20*time.Second, func() bool { return len(s.runs()) == 1 }) {
+		t.Fatal("the scheduled run did not start")
+	}
+	d := s.say(slacktest.Event{Channel: "C1", Text: mention + " meanwhile"})
+	s.answerOf(before, "⏰ slow · now", "report")
+	s.answer("C1", d.TS, "echo: meanwhile")
+	for _, c := range s.fake.Calls("reactions.add") {
+		if c.Args["name"] == "eyes" {
+			t.Errorf("the person's message was acknowledged as steered into the scheduled run: %+v", c.Args)
+		}
+	}
+	runs := s.runs()
+	if len(runs) != 2 || !strings.Contains(runs[1].Prompt, "meanwhile") {
+		t.Fatalf("agent runs %+v, want the schedule's and the person's own", runs)
+	}
+	if id, _ := runs[1].Flag("--resume"); id == runs[0].SessionID {
+		t.Error("the person's turn resumed the scheduled run's fresh session")
+	}
+}
