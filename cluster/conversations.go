@@ -45,9 +45,10 @@ type Conversations struct {
 	prefix string // the replica prefix, PREFIX/cluster/
 	log    *slog.Logger
 
-	mu   sync.Mutex
-	host core.Host
-	keys map[store.Key]*owned
+	mu     sync.Mutex
+	host   core.Host
+	keys   map[store.Key]*owned
+	closed bool // Close has begun: Release starts nothing more
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -93,6 +94,9 @@ func (c *Conversations) Bind(h core.Host) {
 
 // Close stops watching. Close the Dispatcher first, and the replica after.
 func (c *Conversations) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
 	c.cancel()
 	c.done.Wait()
 }
@@ -303,9 +307,17 @@ func (c *Conversations) remove(k string) {
 }
 
 // Release implements core.Cluster. It lets go on a goroutine of its own,
-// so it may be called from within enqueue or Deliver.
+// so it may be called from within enqueue or Deliver. After Close (a
+// turn's last exit, a retry's timer) it does nothing: the lease's end
+// lets go.
 func (c *Conversations) Release(key store.Key) {
-	c.done.Add(1)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.done.Add(1) // under mu: never concurrent with Close's Wait
+	c.mu.Unlock()
 	go func() {
 		defer c.done.Done()
 		o := c.lock(key)

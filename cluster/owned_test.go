@@ -134,3 +134,23 @@ func TestClaimWhileLettingGoKeepsTheRecord(t *testing.T) {
 		t.Fatalf("the message b received was never delivered to a, its conversation's owner (a delivered %q)", ha.delivered)
 	}
 }
+
+// A Release that comes after Close (a retry's timer, a turn's last exit)
+// starts nothing: its goroutine would race Close's Wait (an Add
+// concurrent with Wait, which -race reports) and use a closed client.
+func TestReleaseAfterClose(t *testing.T) {
+	e := etcdtest.Start(t, 1)
+	h := newHost()
+	a := joinTest(t, e.Endpoints[0], "a", h)
+	key := store.Key{Platform: "rec", Channel: "C1"}
+	taken := func(m core.Message) { a.Taken(key, m) }
+	if err := a.Admit(context.Background(), key, core.Message{Platform: "rec", Channel: "C1", ID: "1", User: "alice", Text: "1"}, taken); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	h.mu.Lock()
+	h.idle = func() { t.Error("Release asked whether a conversation is idle after Close") }
+	h.mu.Unlock()
+	a.Release(key)
+	a.done.Wait()
+}
