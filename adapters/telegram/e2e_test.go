@@ -151,11 +151,17 @@ func TestE2EStopAndNew(t *testing.T) {
 
 func TestE2EGroupMentionAndUnauthorized(t *testing.T) {
 	st := newStack(t, telegramtest.Options{})
-	st.up()
+	a := st.up()
 	const group = -100
 	st.s.PushGroup(group, ann, "just talking")
 	p := st.s.PushGroup(group, ann, "@golem_bot ping")
 	answer := st.waitText(group, "echo: ping")
+	if got := a.ChannelName("-100"); got != "Group 100" { // for the operator's view
+		t.Errorf("the group's name %q, want its title", got)
+	}
+	if got := a.ChannelName("42"); got != "" {
+		t.Errorf("a private chat is named %q", got)
+	}
 	if answer.ReplyTo != p.MessageID {
 		t.Errorf("the group answer replies to %d, want the question %d", answer.ReplyTo, p.MessageID)
 	}

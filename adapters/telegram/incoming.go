@@ -61,6 +61,7 @@ func (a *Adapter) normalize(u tgbotapi.Update, x extra) (core.Message, []file, b
 	if thread != 0 {
 		m.Thread = strconv.FormatInt(thread, 10)
 	}
+	a.titles.put(m.Channel, msg.Chat.Title)
 	files := attachments(msg)
 	if m.Text == "" && len(files) == 0 {
 		return core.Message{}, nil, false // a sticker, a service message, ...

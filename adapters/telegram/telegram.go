@@ -86,7 +86,8 @@ type Adapter struct {
 	budget *budget
 	retry  retry.Policy
 
-	seen *seen // the group messages seen, for History
+	seen   *seen  // the group messages seen, for History
+	titles titles // the groups' titles, for the operator's view
 
 	ready chan struct{} // closed once api and self are set
 	api   caller
