@@ -48,7 +48,7 @@ type Options struct {
 	Zone        *time.Location  // schedules.timezone; nil is UTC
 	MinInterval time.Duration   // the shortest @every; default MinInterval
 	Session     string          // SessionFresh (default) or SessionContinue
-	BusyWait    time.Duration   // how long a run waits for a busy conversation
+	BusyWait    time.Duration   // how long a run waits for a busy conversation; negative: not at all
 	CatchUp     time.Duration   // a run missed this recently fires at start; negative: never
 	Max         int             // schedules per conversation
 	// Resync is how often the loop looks whether another replica changed
@@ -92,8 +92,11 @@ func New(opts Options) *Book {
 	if opts.Session == "" {
 		opts.Session = SessionFresh
 	}
-	if opts.BusyWait <= 0 {
+	switch {
+	case opts.BusyWait == 0:
 		opts.BusyWait = DefaultBusyWait
+	case opts.BusyWait < 0:
+		opts.BusyWait = 0 // skipped at once
 	}
 	if opts.CatchUp == 0 {
 		opts.CatchUp = DefaultCatchUp

@@ -13,7 +13,7 @@ type Config struct {
 	Timezone    string        `yaml:"timezone"`     // IANA zone of schedules without TZ=; default UTC
 	MinInterval time.Duration `yaml:"min_interval"` // the shortest @every; default 1m
 	Session     string        `yaml:"session"`      // fresh (default) | continue
-	BusyWait    time.Duration `yaml:"busy_wait"`    // how long a run waits for a busy conversation; default 1m
+	BusyWait    time.Duration `yaml:"busy_wait"`    // how long a run waits for a busy conversation; default 1m, 0 not at all
 	CatchUp     time.Duration `yaml:"catch_up"`     // a run missed this recently fires at start; default 1h, 0 never
 	Max         int           `yaml:"max"`          // schedules per conversation; default 20
 	Jobs        []Job         `yaml:"jobs"`         // the operator's schedules
@@ -105,11 +105,14 @@ func (c Config) Options() (Options, error) {
 	if err != nil {
 		return Options{}, err
 	}
-	catchUp := c.CatchUp
+	catchUp, busyWait := c.CatchUp, c.BusyWait
 	if catchUp == 0 {
 		catchUp = -1 // never
 	}
-	return Options{Zone: zone, MinInterval: c.MinInterval, Session: c.Session, BusyWait: c.BusyWait, CatchUp: catchUp, Max: c.Max}, nil
+	if busyWait == 0 {
+		busyWait = -1 // skipped at once
+	}
+	return Options{Zone: zone, MinInterval: c.MinInterval, Session: c.Session, BusyWait: busyWait, CatchUp: catchUp, Max: c.Max}, nil
 }
 
 // Declare makes the store's operator schedules those of jobs: new ones

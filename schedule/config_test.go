@@ -60,7 +60,12 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("a job under min_interval: %v", err)
 	}
 	o, err := schedule.DefaultConfig().Options()
-	if err != nil || o.CatchUp != time.Hour || o.Max != 20 || o.Zone != time.UTC {
+	if err != nil || o.CatchUp != time.Hour || o.BusyWait != time.Minute || o.Max != 20 || o.Zone != time.UTC {
 		t.Errorf("options %+v, %v", o, err)
+	}
+	c = schedule.DefaultConfig()
+	c.CatchUp, c.BusyWait = 0, 0
+	if o, _ := c.Options(); o.CatchUp >= 0 || o.BusyWait >= 0 {
+		t.Errorf("catch_up: 0s and busy_wait: 0s are never and not at all, not the defaults: %+v", o)
 	}
 }
