@@ -42,7 +42,8 @@ func checkStore(cfg config.Config) []finding {
 	st, err := store.Open(path)
 	switch {
 	case errors.Is(err, store.ErrLocked):
-		return []finding{{"store", note, path + " is in use by a running bot (locked), as it should be while golem runs; stop it to check the file itself"}}
+		return []finding{{"store", note, path + " is in use by a running bot (locked), as it should be while golem runs; stop it to check the file itself"},
+			{"schedules", note, "not counted: the running bot holds the store (its /schedules lists them per conversation)"}}
 	case errors.Is(err, store.ErrCorrupt):
 		return []finding{{"store", fail, err.Error() + " — move the file aside (its sessions are lost) and start again"}}
 	case errors.Is(err, store.ErrSchemaTooNew):

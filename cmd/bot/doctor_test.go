@@ -218,6 +218,9 @@ func TestDoctorLockedStore(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(l, "-- ") || !strings.Contains(l, "in use by a running bot") {
 		t.Fatalf("exit %d, line %q; want a note that a running bot holds it, and exit 0:\n%s", code, l, out)
 	}
+	if l := line(out, "schedules"); !strings.HasPrefix(l, "-- ") || !strings.Contains(l, "not counted") {
+		t.Errorf("the schedules' line with the store locked: %q", l)
+	}
 }
 
 func TestDoctorBadConfig(t *testing.T) {
