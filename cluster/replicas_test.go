@@ -124,6 +124,9 @@ type fleet struct {
 	workspace string
 	log       string
 	eng       engine.Engine
+	// maxConcurrent is the max_concurrent of the replicas started next (0:
+	// the default).
+	maxConcurrent int
 }
 
 func newFleet(t *testing.T) *fleet {
@@ -152,7 +155,7 @@ func (f *fleet) start(name string, ttl time.Duration) *replica {
 	d, err := core.NewDispatcher(core.Options{
 		Engines: map[string]engine.Engine{"claude-code": f.eng}, DefaultEngine: "claude-code",
 		Workspace: f.workspace, Allow: []string{"rec:*"}, Timeout: time.Minute, Store: st, Cluster: conv,
-		Busy: core.BusyQueue, QueueDepth: 50,
+		Busy: core.BusyQueue, QueueDepth: 50, MaxConcurrent: f.maxConcurrent,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -377,4 +380,37 @@ func TestClickReachesTheReplicaWhoseTurnWaits(t *testing.T) {
 	if !errors.Is(unknown.Err, core.ErrUnknownRequest) {
 		t.Errorf("a click no turn waits for: %+v", unknown)
 	}
+}
+
+// A message waiting for one of max_concurrent's slots on a replica that is
+// cut off is not lost: its mail stays until its turn begins, so the
+// replica that takes its conversation over runs it, and the cut-off one
+// says nothing of it.
+func TestMessageWaitingForASlotMovesWithItsConversation(t *testing.T) {
+	f := newFleet(t)
+	const ttl = 2 * time.Second
+	f.maxConcurrent = 1
+	a := f.start("a", ttl)
+	b := f.start("b", ttl)
+	a.d.Handle(context.Background(), msg("C1", 0, "!sleep 30s\nlong"))
+	f.waitRuns(1)
+	a.d.Handle(context.Background(), msg("C2", 0, "waiting"))
+	for _, waiting := a.d.Load(); waiting != 1; _, waiting = a.d.Load() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // C2's worker takes it from the queue to wait for the slot
+
+	a.proxy.Cut()
+	f.chat.waitFor(t, ttl+10*time.Second, "the message that waited for a slot, answered by b", func(texts []string) bool {
+		return count(texts, "echo: waiting") == 1
+	})
+	texts := f.chat.texts()
+	if n := count(texts, "stopped"); n != 0 {
+		t.Fatalf("%d notices of a stopped turn: the cut-off replica is to stop its turns quietly: %q", n, texts)
+	}
+	if invs := enginetest.ReadLog(t, f.log); len(invs) != 2 {
+		t.Fatalf("%d agent runs, want 2 (C1's on a, C2's on b)", len(invs))
+	}
+	t.Logf("b took over: %q", texts)
+	_ = b
 }

@@ -177,6 +177,7 @@ func (d *Dispatcher) GiveUp() {
 		dropped := len(c.queue)
 		c.queue = nil
 		if c.running != nil {
+			c.running.givenUp = true
 			c.running.stop()
 		}
 		c.mu.Unlock()

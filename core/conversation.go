@@ -58,6 +58,10 @@ type running struct {
 	// queued is true until the turn has one of MaxConcurrent's slots: it
 	// is a message waiting, for Load.
 	queued bool
+	// givenUp: the replica lost its membership (Host.GiveUp) and stopped
+	// the turn; one that had not begun leaves its message to the next
+	// owner, quietly.
+	givenUp bool
 	// tap is what the operator's view watches of the answer (Watch); nil
 	// until the answer's output exists.
 	tap *tap

@@ -385,7 +385,6 @@ func (d *Dispatcher) work(c *conversation) {
 		}
 		gen, prev := c.generation, c.exiting
 		c.mu.Unlock()
-		d.taken(c.key, m)
 		if slices.ContainsFunc(newer, func(n Message) bool { return d.overBudget(n) == "" }) {
 			interrupt() // one past its budget, refused at its turn, stops nothing
 		}
@@ -394,6 +393,7 @@ func (d *Dispatcher) work(c *conversation) {
 		// no store round trip but the dedupe's.
 		if refusal := d.overBudget(m); refusal != "" {
 			<-d.answer(m, refusal, true)
+			d.taken(c.key, m)
 			m.promptEnded(PromptOverBudget)
 			stop()
 			continue
@@ -402,6 +402,9 @@ func (d *Dispatcher) work(c *conversation) {
 			c.mu.Lock()
 			c.running.queued = false
 			c.mu.Unlock()
+			// Struck only now: while m waits for a slot its mail stays, so
+			// that a replica that takes the conversation over runs it.
+			d.taken(c.key, m)
 			release := sync.OnceFunc(func() { <-d.slots })
 			forget, exiting := d.runTurn(ctx, c, m, gen, release, prev)
 			if prev != nil && exiting == nil {
@@ -428,7 +431,11 @@ func (d *Dispatcher) work(c *conversation) {
 			}
 			release()
 			forget() // before the conversation's next turn, without a slot
+		} else if c.mu.Lock(); c.running.givenUp {
+			c.mu.Unlock() // its mail waits for the conversation's next owner
 		} else { // stopped while waiting for a slot
+			c.mu.Unlock()
+			d.taken(c.key, m)
 			// Waited for, so that it comes before the next turn's answer.
 			end := parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped}
 			d.measure(m, d.engineFor(m), end, nil, time.Time{})
