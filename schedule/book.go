@@ -49,7 +49,7 @@ type Options struct {
 	MinInterval time.Duration   // the shortest @every; default MinInterval
 	Session     string          // SessionFresh (default) or SessionContinue
 	BusyWait    time.Duration   // how long a run waits for a busy conversation; negative: not at all
-	CatchUp     time.Duration   // a run missed this recently fires at start; negative: never
+	CatchUp     time.Duration   // a run missed this recently fires at start; negative: never (a minute late is still on time)
 	Max         int             // schedules per conversation
 	// Resync is how often the loop looks whether another replica changed
 	// the schedules.

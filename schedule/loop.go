@@ -10,6 +10,11 @@ import (
 	"github.com/golem-chat/golem/store"
 )
 
+// onTime is how late the loop may fire an instant and still call it on
+// time (its own delay, a slow store), whatever CatchUp says: only a run
+// later than both was missed.
+const onTime = time.Minute
+
 // entry is one schedule as the loop holds it.
 type entry struct {
 	sc   store.Schedule
@@ -167,7 +172,7 @@ func (b *Book) visit(ctx context.Context, e *entry, now time.Time) {
 	latest := e.spec.Latest(prevOr(prev, sc.Created), now)
 	e.sc.Fired = latest
 	e.next = e.spec.Next(latest)
-	if b.opts.CatchUp >= 0 && now.Sub(latest) <= b.opts.CatchUp {
+	if now.Sub(latest) <= max(b.opts.CatchUp, onTime) {
 		b.start(func() {
 			now, ok, err := store.FireSchedule(b.opts.Store, sc.ID, prev, latest)
 			if err != nil || !ok || now.Paused { // paused on another replica meanwhile: skipped

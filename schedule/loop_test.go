@@ -216,6 +216,26 @@ func TestRestartCatchUp(t *testing.T) {
 	}
 }
 
+// TestCatchUpNeverStillRunsOnTime: with catch_up off, an instant the loop
+// reaches a little late (its own delay) still runs; one missed by more
+// than a minute does not.
+func TestCatchUpNeverStillRunsOnTime(t *testing.T) {
+	b := newBed(t, "", nil, schedule.Options{CatchUp: -1})
+	b.start()
+	b.command("every", `"0 9 * * *" p`)
+	b.sleeping()
+	b.advance(90 * time.Second) // 09:00:30
+	b.runner.next(t)
+	b.stop()
+	b.stop = nil
+	b.clock.Advance(24*time.Hour + 2*time.Minute) // down over the next 09:00, back at 09:02:30
+	b = newBed(t, b.db, b.clock, schedule.Options{CatchUp: -1})
+	b.start()
+	b.stop()
+	b.stop = nil
+	b.runner.none(t)
+}
+
 func TestFailuresPause(t *testing.T) {
 	b := newBed(t, "", nil, schedule.Options{})
 	b.runner.set(func(core.Prompt) string { return "failed" })
