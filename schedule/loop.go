@@ -285,7 +285,7 @@ func failed(outcome string) bool {
 
 // record keeps how sc's run ended; failing MaxFailures times in a row, or
 // its person not allowed any more, pauses sc with a note. A once is
-// forgotten after its run. An instant that golem shut down before its
+// forgotten after its instant's run. An instant that golem shut down before its
 // turn began is unfired, so that the next start may catch it up.
 func (b *Book) record(sc store.Schedule, outcome string, r Runner, f firing) {
 	now := b.clock.Now()
@@ -325,7 +325,8 @@ func (b *Book) record(sc store.Schedule, outcome string, r Runner, f firing) {
 		b.log.Warn("schedules: paused", "schedule", sc.ID, "outcome", outcome)
 		r.Notify(b.prompt(sc, ""), fmt.Sprintf("⏸️ Schedule `%s` (%s) is paused: %s. `/unpause %s` resumes it.", sc.ID, name(sc), why, sc.ID))
 	}
-	if sc.Spec == "" && !unfired {
+	if sc.Spec == "" && f.instant && !unfired { // after its instant's run; /runnow leaves it for that
+
 		b.forget(sc.ID)
 		return
 	}

@@ -394,6 +394,10 @@ func TestOnceRunsAndIsForgotten(t *testing.T) {
 	if !strings.Contains(ans, "once, at Mon 7 Dec 2026 10:59") || !strings.Contains(ans, "Runs: Mon 7 Dec 10:59") {
 		t.Fatalf("answer %q", ans)
 	}
+	b.command("runnow", between(ans, "`", "`")) // runs now, and still at its time
+	if p := b.runner.next(t); p.Header != "⏰ later · now" {
+		t.Errorf("header %q", p.Header)
+	}
 	b.sleeping()
 	b.advance(2 * time.Hour)
 	if p := b.runner.next(t); p.Header != "⏰ later · 10:59" {
