@@ -326,7 +326,6 @@ func (b *Book) record(sc store.Schedule, outcome string, r Runner, f firing) {
 		r.Notify(b.prompt(sc, ""), fmt.Sprintf("⏸️ Schedule `%s` (%s) is paused: %s. `/unpause %s` resumes it.", sc.ID, name(sc), why, sc.ID))
 	}
 	if sc.Spec == "" && f.instant && !unfired { // after its instant's run; /runnow leaves it for that
-
 		b.forget(sc.ID)
 		return
 	}
