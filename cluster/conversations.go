@@ -49,6 +49,10 @@ type Conversations struct {
 	host   core.Host
 	keys   map[store.Key]*owned
 	closed bool // Close has begun: Release starts nothing more
+	// unstruck are the mail keys Taken failed to delete, for Release to
+	// strike: mail delivered and not taken (core, shutting down, dropped
+	// it) is left to the next owner.
+	unstruck map[string]bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -75,7 +79,7 @@ func NewConversations(r *Etcd, log *slog.Logger) *Conversations {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Conversations{r: r, cli: r.Client(), prefix: r.Prefix(), log: log.With("replica", r.Name()),
-		keys: map[store.Key]*owned{}, ctx: ctx, cancel: cancel}
+		keys: map[store.Key]*owned{}, unstruck: map[string]bool{}, ctx: ctx, cancel: cancel}
 }
 
 // Bind gives the conversations their host and starts watching: mail for
@@ -293,17 +297,29 @@ func (c *Conversations) hostOf() core.Host {
 // until the conversation is let go of, so that a watch event of its mail
 // still on its way is not run again.
 func (c *Conversations) Taken(key store.Key, m core.Message) {
-	c.remove(c.mailDir(key) + core.Mail(m))
+	c.strike(c.mailDir(key) + core.Mail(m))
+}
+
+// strike deletes the mail key k of a message taken, noting a failure for
+// Release to try again.
+func (c *Conversations) strike(k string) {
+	if !c.remove(k) {
+		c.mu.Lock()
+		c.unstruck[k] = true
+		c.mu.Unlock()
+	}
 }
 
 // remove deletes one key, logging a failure: mail left behind runs again
 // only if the conversation changes hands, and dedupe does not know it.
-func (c *Conversations) remove(k string) {
+func (c *Conversations) remove(k string) bool {
 	ctx, cancel := context.WithTimeout(c.ctx, c.r.TTL())
 	defer cancel()
 	if _, err := c.cli.Delete(ctx, k); err != nil {
 		c.log.Error("strike mail", "key", k, "err", err)
+		return false
 	}
+	return true
 }
 
 // Release implements core.Cluster. It lets go on a goroutine of its own,
@@ -347,11 +363,19 @@ func (c *Conversations) Release(key store.Key) {
 		}
 		mail := resp.Responses[1].GetResponseRange().Kvs
 		for _, kv := range mail {
-			if id := mailOf(kv.Key); o.delivered[id] {
-				c.remove(string(kv.Key)) // taken, but striking it had failed
+			k := string(kv.Key)
+			c.mu.Lock()
+			failed := c.unstruck[k]
+			delete(c.unstruck, k)
+			c.mu.Unlock()
+			if failed { // taken, but striking it had failed
+				c.strike(k)
 			}
 		}
-		if c.deliver(key, o, mail) == 0 { // only mail taken already: try again
+		// Mail delivered and neither taken nor struck: core dropped it as
+		// it shut down. It waits for the next owner, and the conversation
+		// is kept until Close revokes the lease.
+		if c.deliver(key, o, mail) == 0 { // only mail delivered already: try again
 			time.AfterFunc(100*time.Millisecond, func() { c.Release(key) })
 		}
 	}()

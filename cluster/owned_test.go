@@ -21,9 +21,10 @@ type host struct {
 	delivered []string
 	got       chan struct{}
 	idle      func()
+	idles     chan struct{} // a token per call of Idle, while there is room
 }
 
-func newHost() *host { return &host{got: make(chan struct{}, 16)} }
+func newHost() *host { return &host{got: make(chan struct{}, 16), idles: make(chan struct{}, 16)} }
 
 func (h *host) TakeOver(store.Key) {}
 func (h *host) Deliver(m core.Message) {
@@ -39,6 +40,10 @@ func (h *host) Idle(store.Key) bool {
 	h.mu.Unlock()
 	if f != nil {
 		f()
+	}
+	select {
+	case h.idles <- struct{}{}:
+	default:
 	}
 	return true
 }
@@ -153,4 +158,37 @@ func TestReleaseAfterClose(t *testing.T) {
 	h.mu.Unlock()
 	a.Release(key)
 	a.done.Wait()
+}
+
+// Mail delivered to core and never taken (core shutting down drops what
+// comes, for the next owner) is not struck as the conversation is let go
+// of: it stays, and the replica that takes the conversation over runs it.
+func TestMailNotTakenGoesToTheNextOwner(t *testing.T) {
+	e := etcdtest.Start(t, 1)
+	ha, hb := newHost(), newHost()
+	a, _ := joinTest(t, e.Endpoints[0], "a", ha), joinTest(t, e.Endpoints[0], "b", hb)
+	key := store.Key{Platform: "rec", Channel: "C1"}
+	if err := a.Admit(context.Background(), key, core.Message{Platform: "rec", Channel: "C1", ID: "1", User: "alice", Text: "dropped"}, func(core.Message) {}); err != nil {
+		t.Fatal(err)
+	}
+	a.Release(key)
+	for range 2 { // the second comes once the first Release is over
+		select {
+		case <-ha.idles:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Release never asked whether the conversation is idle")
+		}
+	}
+	a.Close()
+	a.r.Close() // revokes the lease: b takes the conversation over
+	select {
+	case <-hb.got:
+		hb.mu.Lock()
+		defer hb.mu.Unlock()
+		if hb.delivered[0] != "dropped" {
+			t.Fatalf("b ran %q", hb.delivered)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the message a's core never took was not run by b, the next owner")
+	}
 }
