@@ -32,6 +32,7 @@ import (
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/internal/intake"
 	"github.com/golem-chat/golem/internal/journal"
+	"github.com/golem-chat/golem/internal/namecache"
 	"github.com/golem-chat/golem/internal/retry"
 )
 
@@ -95,6 +96,7 @@ type Adapter struct {
 	sent         map[string]*sentMessage // interaction messages and their replacements, by message id
 	threads      map[string]string       // answer message id -> activity thread id
 	flat         map[string]bool         // channels where no thread can be started: DMs, threads
+	names        *namecache.Cache        // channels' names for the operator's view
 
 	in *intake.Intake // hands messages on in their channel's order
 	// journal keeps the messages taken but not yet handed on; replayed
@@ -180,6 +182,7 @@ func New(opts Options) (*Adapter, error) {
 	s.MaxRestRetries = 0             // and retries 5xx itself
 	s.LogLevel = discordgo.LogError  // warnings print whole events, message contents included
 	logOnce.Do(func() { discordgo.Logger = sdkLog })
+	a.names = namecache.New(namecache.Options{Lookup: a.channelName})
 	return a, nil
 }
 

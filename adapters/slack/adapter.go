@@ -26,6 +26,7 @@ import (
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/internal/intake"
 	"github.com/golem-chat/golem/internal/journal"
+	"github.com/golem-chat/golem/internal/namecache"
 	"github.com/golem-chat/golem/internal/retry"
 )
 
@@ -120,10 +121,8 @@ type Adapter struct {
 	botUserName string // the bot's user name, as auth.test tells it
 
 	users userNames // display names for the chat context
-	// channels are channels' names for the operator's view (ChannelName),
-	// in the same cache as the users'.
-	channels userNames
-	asking   chan struct{} // bounds the conversations.info calls at once
+	// channels are channels' names for the operator's view (ChannelName).
+	channels *namecache.Cache
 
 	// in hands messages on in their channel's order; made by Start, used
 	// from Start's goroutine.
@@ -194,7 +193,7 @@ func New(opts Options) (*Adapter, error) {
 	sopts = append(sopts, slackapi.OptionHTTPClient(opts.HTTPClient))
 	client := slackapi.New(opts.BotToken, sopts...)
 	log := opts.Logger.With("platform", "slack")
-	return &Adapter{
+	a := &Adapter{
 		opts:    opts,
 		log:     log,
 		client:  client,
@@ -203,7 +202,6 @@ func New(opts Options) (*Adapter, error) {
 		posts:   newChannelPace(opts.PostInterval, 3),
 		posted:  map[string]string{},
 		retry:   newPolicy(log),
-		asking:  make(chan struct{}, 2),
 
 		streamStarts: newBudget(18, 3),
 		streamStops:  newBudget(18, 3),
@@ -211,7 +209,9 @@ func New(opts Options) (*Adapter, error) {
 		streams:      map[string]*stream{},
 		askers:       map[string]asker{},
 		refused:      map[string]bool{},
-	}, nil
+	}
+	a.channels = namecache.New(namecache.Options{Lookup: a.channelName})
+	return a, nil
 }
 
 // apiURL turns a base URL into slack-go's API URL, ending in "/api/".

@@ -22,6 +22,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE "+api+"/webhooks/{app}/{token}/messages/{m}", s.webhookMessage)
 	mux.HandleFunc("GET "+api+"/webhooks/{app}/{token}/messages/{m}", s.webhookMessage)
 	mux.HandleFunc("POST "+api+"/webhooks/{app}/{token}", s.followUp)
+	mux.HandleFunc("GET "+api+"/channels/{c}", s.channel)
 	mux.HandleFunc("POST "+api+"/channels/{c}/messages", s.createMessage)
 	mux.HandleFunc("GET "+api+"/channels/{c}/messages", s.channelMessages)
 	mux.HandleFunc("GET "+api+"/channels/{c}/messages/{m}", s.channelMessage)
@@ -365,6 +366,29 @@ func (s *Server) startThread(w http.ResponseWriter, r *http.Request) {
 	name, _ := body["name"].(string)
 	s.setStatus(http.StatusCreated)
 	writeJSON(w, http.StatusCreated, map[string]any{"id": m.ID, "type": 11, "parent_id": c, "guild_id": m.GuildID, "name": name})
+}
+
+// NameChannel gives a channel the name GET /channels/{c} answers.
+func (s *Server) NameChannel(id, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.names[id] = name
+}
+
+// channel answers GET /channels/{c}: a channel NameChannel named, 404
+// for another.
+func (s *Server) channel(w http.ResponseWriter, r *http.Request) {
+	_, ok := s.begin(w, r, true)
+	defer s.mu.Unlock()
+	if !ok {
+		return
+	}
+	name, known := s.names[r.PathValue("c")]
+	if !known {
+		s.fail(w, apiError{http.StatusNotFound, 10003, "Unknown Channel"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": r.PathValue("c"), "type": 0, "name": name})
 }
 
 func (s *Server) typing(w http.ResponseWriter, r *http.Request) {

@@ -152,6 +152,7 @@ type Server struct {
 	threads      map[string]string // thread channel id -> parent channel id
 	users        map[string]user   // the users who posted, by id: their names for author and mentions
 	noHistory    map[string]bool   // channels where the bot lacks Read Message History
+	names        map[string]string // channel id -> name, for GET /channels/{c}
 	commands     map[string][]map[string]any
 	files        map[string][]byte
 	window       map[string][]time.Time
@@ -199,6 +200,7 @@ func New(opts Options) *Server {
 		threads:      map[string]string{},
 		users:        map[string]user{},
 		noHistory:    map[string]bool{},
+		names:        map[string]string{},
 		commands:     map[string][]map[string]any{},
 		files:        map[string][]byte{},
 		window:       map[string][]time.Time{},
