@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"runtime"
 	"strings"
 	"sync"
@@ -190,5 +191,41 @@ func TestMailNotTakenGoesToTheNextOwner(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the message a's core never took was not run by b, the next owner")
+	}
+}
+
+// A claim whose transaction etcd committed but whose answer was lost (a
+// timeout) leaves the conversation owned on this replica's lease with no
+// record of it here: the sweep takes it back and runs its mail, rather
+// than leaving the mailbox stuck for as long as the replica lives.
+func TestClaimWithoutItsAnswerIsTakenBack(t *testing.T) {
+	e := etcdtest.Start(t, 1)
+	h := newHost()
+	a := joinTest(t, e.Endpoints[0], "a", h)
+	key := store.Key{Platform: "rec", Channel: "C1"}
+	raw, err := json.Marshal(core.SetMail(core.Message{Platform: "rec", Channel: "C1", ID: "1", User: "alice", Text: "waiting"}, "m1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What Admit's claim writes, as committed by etcd.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := a.cli.Txn(ctx).Then(
+		clientv3.OpPut(a.ownerKey(key), "a", clientv3.WithLease(a.r.Lease())), clientv3.OpPut(a.dirtyKey(key), "a"),
+		clientv3.OpPut(a.mailDir(key)+"m1", string(raw))).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.got:
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.delivered[0] != "waiting" {
+			t.Fatalf("a ran %q", h.delivered)
+		}
+	case <-time.After(3 * a.r.TTL()):
+		t.Fatal("the mail of a conversation owned on a's lease was never run")
+	}
+	if n := a.Owned(); n != 1 {
+		t.Errorf("a says it owns %d conversations, want 1", n)
 	}
 }

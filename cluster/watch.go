@@ -127,7 +127,8 @@ func (c *Conversations) adopt(key store.Key) {
 }
 
 // sweep adopts, now and every TTL, the conversations left without owner
-// that the watch did not bring (at start, after a watch gap).
+// that the watch did not bring (at start, after a watch gap), and takes
+// back those etcd says this replica owns that it forgot (see reclaim).
 func (c *Conversations) sweep() {
 	for {
 		c.sweepOnce()
@@ -143,7 +144,7 @@ func (c *Conversations) sweepOnce() {
 	ctx, cancel := context.WithTimeout(c.ctx, c.r.TTL())
 	defer cancel()
 	resp, err := c.cli.Txn(ctx).Then(
-		clientv3.OpGet(c.prefix+"owner/", clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+		clientv3.OpGet(c.prefix+"owner/", clientv3.WithPrefix()), // not keys only: that drops their leases
 		clientv3.OpGet(c.prefix+"dirty/", clientv3.WithPrefix(), clientv3.WithKeysOnly()),
 		clientv3.OpGet(c.prefix+"mail/", clientv3.WithPrefix(), clientv3.WithKeysOnly())).Commit()
 	if err != nil {
@@ -153,8 +154,22 @@ func (c *Conversations) sweepOnce() {
 		return
 	}
 	owners := map[string]bool{}
+	var lost []store.Key // owned here in etcd, unknown to this replica
+	lease := c.r.Lease()
 	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
-		owners[strings.TrimPrefix(string(kv.Key), c.prefix+"owner/")] = true
+		esc := strings.TrimPrefix(string(kv.Key), c.prefix+"owner/")
+		owners[esc] = true
+		if key, ok := parseEsc(esc); ok && clientv3.LeaseID(kv.Lease) == lease && c.r.Live() {
+			c.mu.Lock()
+			known := c.keys[key] != nil
+			c.mu.Unlock()
+			if !known {
+				lost = append(lost, key)
+			}
+		}
+	}
+	for _, key := range lost {
+		c.reclaim(key, lease)
 	}
 	orphans := map[string]bool{}
 	for i, dir := range []string{"dirty/", "mail/"} {
@@ -170,6 +185,32 @@ func (c *Conversations) sweepOnce() {
 			c.adopt(key)
 		}
 	}
+}
+
+// reclaim takes key back when etcd says this replica owns it on lease
+// but its record here was forgotten: the claim's transaction committed
+// while its answer was lost (a timeout), which left the conversation owned
+// here with nothing here to run its mail or let it go.
+func (c *Conversations) reclaim(key store.Key, lease clientv3.LeaseID) {
+	o := c.lock(key)
+	defer o.mu.Unlock()
+	if o.lease != 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.r.TTL())
+	defer cancel()
+	resp, err := c.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.LeaseValue(c.ownerKey(key)), "=", lease)).
+		Then(clientv3.OpGet(c.dirtyKey(key)), clientv3.OpGet(c.mailDir(key), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))).
+		Commit()
+	if err != nil || !resp.Succeeded {
+		c.forget(key, o)
+		return // let go of, or lost, meanwhile
+	}
+	c.log.Warn("conversation owned here without its record (a claim's answer was lost); taken back", "conversation", key)
+	o.lease = lease
+	c.takeOver(key, o, len(resp.Responses[0].GetResponseRange().Kvs) > 0, resp.Responses[1].GetResponseRange().Kvs)
+	c.Release(key)
 }
 
 // guard gives every conversation up when the replica loses its
