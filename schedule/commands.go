@@ -88,8 +88,11 @@ func (b *Book) describe(sc store.Schedule, spec Spec, now time.Time) string {
 		next = append(next, when(t, spec.Loc))
 	}
 	session := "a fresh agent session each run"
-	if sc.Continue {
+	switch {
+	case sc.Continue:
 		session = "in this conversation's agent session"
+	case spec.Expr == "":
+		session = "in a fresh agent session"
 	}
 	label := ""
 	if sc.Name != "" {
