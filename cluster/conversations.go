@@ -16,6 +16,7 @@ import (
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/store"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -44,6 +45,7 @@ type Conversations struct {
 	cli    *clientv3.Client
 	prefix string // the replica prefix, PREFIX/cluster/
 	log    *slog.Logger
+	seen   Seen // set before Bind (SetSeen); nil: core dedupes
 
 	mu     sync.Mutex
 	host   core.Host
@@ -173,13 +175,15 @@ func (c *Conversations) Admit(ctx context.Context, key store.Key, m core.Message
 	o := c.lock(key)
 	defer o.mu.Unlock()
 	mail := clientv3.OpPut(c.mailDir(key)+id, string(raw))
-	resp, err := c.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(c.ownerKey(key)), "=", 0)).
-		Then(clientv3.OpGet(c.dirtyKey(key)), clientv3.OpGet(c.mailDir(key), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)),
-			clientv3.OpPut(c.ownerKey(key), c.r.Name(), clientv3.WithLease(lease)), clientv3.OpPut(c.dirtyKey(key), c.r.Name()), mail).
-		Else(clientv3.OpGet(c.ownerKey(key)), mail,
-			clientv3.OpGet(c.mailDir(key), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))).
-		Commit()
+	resp, err := c.commitOnce(ctx, core.Dedupe(m),
+		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(c.ownerKey(key)), "=", 0)},
+		[]clientv3.Op{clientv3.OpGet(c.dirtyKey(key)), clientv3.OpGet(c.mailDir(key), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)),
+			clientv3.OpPut(c.ownerKey(key), c.r.Name(), clientv3.WithLease(lease)), clientv3.OpPut(c.dirtyKey(key), c.r.Name()), mail},
+		[]clientv3.Op{clientv3.OpGet(c.ownerKey(key)), mail,
+			clientv3.OpGet(c.mailDir(key), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))})
+	if errors.Is(err, core.ErrDuplicate) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("cluster: put the message in its mailbox: %w", err)
 	}
@@ -208,6 +212,50 @@ func (c *Conversations) Admit(ctx context.Context, key store.Key, m core.Message
 	o.delivered[id] = true
 	enqueue(m)
 	return nil
+}
+
+// Seen is the store's dedupe of event ids, which Admit folds into its
+// own transaction (etcdstore.Store is one).
+type Seen interface {
+	SeenOp(id string, ttl time.Duration) (absent clientv3.Cmp, put clientv3.Op, err error)
+	DropSeenLease(ttl time.Duration)
+	MarkSeen(id string, ttl time.Duration) (first bool, err error)
+}
+
+// SetSeen has Admit mark core.Dedupe(m) seen with s, before Bind.
+func (c *Conversations) SetSeen(s Seen) { c.seen = s }
+
+// Dedupes implements core.Cluster.
+func (c *Conversations) Dedupes() bool { return c.seen != nil }
+
+// commitOnce commits the transaction of cmps, then and els; with a dedupe
+// id, in the same round trip as the id's mark, unless it is there already
+// (core.ErrDuplicate when it was seen, nothing written).
+func (c *Conversations) commitOnce(ctx context.Context, dedupe string, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
+	if dedupe != "" && c.seen != nil {
+		absent, put, err := c.seen.SeenOp(dedupe, core.SeenTTL)
+		if err == nil {
+			resp, err := c.cli.Txn(ctx).If(absent).Then(put, clientv3.OpTxn(cmps, then, els)).Commit()
+			switch {
+			case err == nil && resp.Succeeded:
+				return (*clientv3.TxnResponse)(resp.Responses[1].GetResponseTxn()), nil
+			case errors.Is(err, rpctypes.ErrLeaseNotFound):
+				c.seen.DropSeenLease(core.SeenTTL)
+			case err != nil:
+				return nil, err
+			}
+		}
+		// The id is there (seen, or expired and not yet dropped), or its
+		// lease was gone: MarkSeen tells which.
+		first, err := c.seen.MarkSeen(dedupe, core.SeenTTL)
+		if err != nil {
+			return nil, err
+		}
+		if !first {
+			return nil, core.ErrDuplicate
+		}
+	}
+	return c.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
 }
 
 // admitStream claims key for a message that cannot move (its answer

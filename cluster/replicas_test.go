@@ -152,6 +152,7 @@ func (f *fleet) start(name string, ttl time.Duration) *replica {
 	}
 	conv := cluster.NewConversations(r, nil)
 	st.SetFence(conv.Fence)
+	conv.SetSeen(st)
 	d, err := core.NewDispatcher(core.Options{
 		Engines: map[string]engine.Engine{"claude-code": f.eng}, DefaultEngine: "claude-code",
 		Workspace: f.workspace, Allow: []string{"rec:*"}, Timeout: time.Minute, Store: st, Cluster: conv,
@@ -413,4 +414,29 @@ func TestMessageWaitingForASlotMovesWithItsConversation(t *testing.T) {
 	}
 	t.Logf("b took over: %q", texts)
 	_ = b
+}
+
+// A platform's event delivered twice, to two replicas at once (Slack's
+// retry of an envelope acked late), runs once: its event id is seen in
+// the transaction that puts it in the mailbox.
+func TestARedeliveredEventRunsOnceAcrossReplicas(t *testing.T) {
+	f := newFleet(t)
+	a, b := f.start("a", 2*time.Second), f.start("b", 2*time.Second)
+	ctx := context.Background()
+	for i := range 5 {
+		m := msg("C1", i, fmt.Sprintf("twice %d", i))
+		var wg sync.WaitGroup
+		for _, r := range []*replica{a, b} {
+			wg.Go(func() { r.d.Handle(ctx, m) })
+		}
+		wg.Wait()
+	}
+	f.chat.waitFor(t, 20*time.Second, "five answers", func(texts []string) bool { return count(texts, "echo: twice") == 5 })
+	time.Sleep(500 * time.Millisecond) // a second run would have begun by now
+	if runs := enginetest.ReadLog(t, f.log); len(runs) != 5 {
+		t.Errorf("%d agent runs for 5 events delivered twice each", len(runs))
+	}
+	if n := count(f.chat.texts(), "echo: twice"); n != 5 {
+		t.Errorf("%d answers, want 5", n)
+	}
 }

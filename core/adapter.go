@@ -68,6 +68,8 @@ type Message struct {
 	// mail is the message's id in its conversation's mailbox, with a
 	// Cluster (see Cluster.Taken).
 	mail string
+	// dedupe is the event id Cluster.Admit marks seen (see Dedupe).
+	dedupe string
 	// prompt is set on a message that stands for a Prompt (RunPrompt).
 	prompt *prompted
 }

@@ -185,7 +185,7 @@ func (d *Dispatcher) postQuestion(m Message, r *request, q Question, ev parser.E
 // HandleAction implements Handler: a click on a question's button.
 func (d *Dispatcher) HandleAction(ctx context.Context, a Action) ActionResult {
 	if a.EventID != "" {
-		if first, err := d.opts.Store.MarkSeen(a.Platform+":"+a.EventID, seenTTL); err == nil && !first {
+		if first, err := d.opts.Store.MarkSeen(a.Platform+":"+a.EventID, SeenTTL); err == nil && !first {
 			return ActionResult{Refusal: "This was already answered.", Err: ErrDecided}
 		}
 	}

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"context"
 
 	"github.com/golem-chat/golem/store"
@@ -24,8 +25,15 @@ type Cluster interface {
 	// replica owns key or has just claimed it; otherwise the owner gets it
 	// from the mailbox (Host.Deliver). A message with a Sink cannot move:
 	// Admit waits, until ctx ends, for key to be free and claims it. An
-	// error means m was not taken (the store is out of reach).
+	// error means m was not taken (the store is out of reach). When
+	// Dedupe(m) names an event id, Admit marks it seen (as Store.MarkSeen
+	// with SeenTTL) in the same round trip, and an id seen already is
+	// ErrDuplicate, m put nowhere: a platform message costs one round
+	// trip on its receive path. A Cluster that cannot returns false from
+	// Dedupes, and core marks the id itself first.
 	Admit(ctx context.Context, key store.Key, m Message, enqueue func(Message)) error
+	// Dedupes reports whether Admit marks Dedupe(m) seen.
+	Dedupes() bool
 	// Taken strikes m from its mailbox: its turn began or it was answered.
 	Taken(key store.Key, m Message)
 	// Release lets go of key when, under the key's lock, Host.Idle still
@@ -82,7 +90,12 @@ func (d *Dispatcher) admit(m Message) {
 		ctx, cancel = context.WithTimeout(d.life, d.opts.Timeout)
 		defer cancel()
 	}
-	if err := c.Admit(ctx, key, m, d.accept); err != nil {
+	err := c.Admit(ctx, key, m, d.accept)
+	if errors.Is(err, ErrDuplicate) {
+		d.log.Debug("duplicate event dropped", "platform", m.Platform, "event", m.EventID)
+		return
+	}
+	if err != nil {
 		d.log.Error("message not taken: the store is out of reach", "platform", m.Platform, "conversation", key, "err", err)
 		d.answer(m, "⚠️ golem could not save this message (its store is out of reach); send it again in a moment.", true)
 	}
@@ -124,6 +137,12 @@ func SetMail(m Message, id string) Message {
 
 // Mail is m's mailbox id ("" for none).
 func Mail(m Message) string { return m.mail }
+
+// Dedupe is the event id Cluster.Admit marks seen with m ("" for none).
+func Dedupe(m Message) string { return m.dedupe }
+
+// ErrDuplicate is Cluster.Admit's answer for an event seen already.
+var ErrDuplicate = errors.New("core: a duplicate event")
 
 // Deliver implements Host.
 func (d *Dispatcher) Deliver(m Message) { d.accept(m) }

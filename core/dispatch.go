@@ -21,9 +21,9 @@ import (
 	"github.com/golem-chat/golem/worktree"
 )
 
-// seenTTL is how long a platform event id is remembered for deduplication;
-// platforms redeliver within minutes.
-const seenTTL = 24 * time.Hour
+// SeenTTL is how long a platform event id is remembered for
+// deduplication; platforms redeliver within minutes.
+const SeenTTL = 24 * time.Hour
 
 // refusalEvery limits refusals to one per user in this time.
 const refusalEvery = 10 * time.Minute
@@ -270,16 +270,18 @@ func (d *Dispatcher) noticeInterrupted(a Poster, t store.InFlight) {
 // Handle starts outlives the caller and ends with Close.
 func (d *Dispatcher) Handle(_ context.Context, m Message) {
 	log := d.log.With("platform", m.Platform, "channel", m.Channel, "user", m.User)
+	allowed := d.allowed(m)
 	if m.EventID != "" {
-		first, err := d.opts.Store.MarkSeen(m.Platform+":"+m.EventID, seenTTL)
-		if err != nil {
+		if cl := d.opts.Cluster; cl != nil && cl.Dedupes() && allowed && m.Sink == nil {
+			m.dedupe = m.Platform + ":" + m.EventID // in the mailbox's round trip
+		} else if first, err := d.opts.Store.MarkSeen(m.Platform+":"+m.EventID, SeenTTL); err != nil {
 			log.Error("dedupe event", "err", err)
 		} else if !first {
 			log.Debug("duplicate event dropped", "event", m.EventID)
 			return
 		}
 	}
-	if !d.allowed(m) {
+	if !allowed {
 		d.refuse(m, log)
 		return
 	}

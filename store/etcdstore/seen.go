@@ -81,6 +81,29 @@ func (s *Store) MarkSeen(id string, ttl time.Duration) (bool, error) {
 	return false, s.fail("mark seen", fmt.Errorf("%d writers came between the read and the write", maxRetries))
 }
 
+// SeenOp is the write MarkSeen makes for a new id, for a caller that puts
+// it in a transaction of its own (a replica's mailbox, so that a message
+// is kept and its event id seen in one round trip): the compare that the
+// id is absent, and the put. When the compare fails, the caller asks
+// MarkSeen, which knows an expired id from a seen one.
+func (s *Store) SeenOp(id string, ttl time.Duration) (absent clientv3.Cmp, put clientv3.Op, err error) {
+	if id == "" || ttl <= 0 {
+		return clientv3.Cmp{}, clientv3.Op{}, fmt.Errorf("store: mark seen: id %q, ttl %v", id, ttl)
+	}
+	now := time.Now()
+	lease, err := s.seenLease(ttl, now)
+	if err != nil {
+		return clientv3.Cmp{}, clientv3.Op{}, s.fail("mark seen", err)
+	}
+	k := s.prefix + "seen/" + id
+	return clientv3.Compare(clientv3.CreateRevision(k), "=", 0),
+		clientv3.OpPut(k, strconv.FormatInt(now.Add(ttl).UnixNano(), 10), clientv3.WithLease(lease)), nil
+}
+
+// DropSeenLease forgets the lease of ttl's ids, after a transaction with
+// SeenOp's put failed with ErrLeaseNotFound.
+func (s *Store) DropSeenLease(ttl time.Duration) { s.dropLease(ttl) }
+
 // seenLease returns a lease that outlives an id marked now with ttl,
 // granting one when the last one granted for ttl does not.
 func (s *Store) seenLease(ttl time.Duration, now time.Time) (clientv3.LeaseID, error) {
