@@ -1,8 +1,8 @@
 package core
 
 import (
-	"errors"
 	"context"
+	"errors"
 
 	"github.com/golem-chat/golem/store"
 )
