@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -161,4 +162,24 @@ func BenchmarkInstantToAgentStart(b *testing.B) {
 	}
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
+}
+
+// BenchmarkEveryWith10000 is /every answered (parsed, counted against
+// schedules.max, saved) with 10,000 schedules in the bbolt store: it runs
+// in the dispatcher's Handle.
+func BenchmarkEveryWith10000(b *testing.B) {
+	st, err := store.Open(filepath.Join(b.TempDir(), "golem.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	fill(b, st, 10000, t0, false)
+	book := schedule.New(schedule.Options{Store: st, Clock: clockwork.NewFakeClockAt(t0), Max: 1 << 30, Logger: slog.New(slog.DiscardHandler)})
+	key := core.KeyFor(msg, core.ScopeChannel)
+	b.ResetTimer()
+	for range b.N {
+		if a := book.Command(msg, key, "every", `"0 9 * * 1-5" p`); !strings.Contains(a, "Scheduled") {
+			b.Fatal(a)
+		}
+	}
 }

@@ -100,10 +100,13 @@ func FireSchedule(s Schedules, id string, prev, at time.Time) (Schedule, bool, e
 	return now, true, nil
 }
 
-// SortSchedules puts s in the order AllSchedules returns.
+// SortSchedules puts s in the order AllSchedules returns: by conversation
+// key (its parts in turn), then Created, then ID.
 func SortSchedules(s []Schedule) {
 	slices.SortFunc(s, func(a, b Schedule) int {
-		return cmp.Or(cmp.Compare(a.Key.String(), b.Key.String()), a.Created.Compare(b.Created), cmp.Compare(a.ID, b.ID))
+		ka, kb := a.Key, b.Key
+		return cmp.Or(cmp.Compare(ka.Platform, kb.Platform), cmp.Compare(ka.Workspace, kb.Workspace), cmp.Compare(ka.Channel, kb.Channel),
+			cmp.Compare(ka.Sub, kb.Sub), a.Created.Compare(b.Created), cmp.Compare(a.ID, b.ID))
 	})
 }
 
