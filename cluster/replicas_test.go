@@ -21,6 +21,7 @@ import (
 	"github.com/golem-chat/golem/internal/nettest"
 	"github.com/golem-chat/golem/store"
 	"github.com/golem-chat/golem/store/etcdstore"
+	"google.golang.org/grpc"
 )
 
 // chat is the platform as every replica sees it: one chat that all of them
@@ -82,7 +83,7 @@ func (c *chat) texts() []string {
 	return out
 }
 
-func (c *chat) waitFor(t *testing.T, d time.Duration, what string, cond func([]string) bool) {
+func (c *chat) waitFor(t testing.TB, d time.Duration, what string, cond func([]string) bool) {
 	t.Helper()
 	deadline := time.After(d)
 	for !cond(c.texts()) {
@@ -118,7 +119,7 @@ type replica struct {
 }
 
 type fleet struct {
-	t         *testing.T
+	t         testing.TB
 	etcd      *etcdtest.Cluster
 	chat      *chat
 	workspace string
@@ -129,18 +130,21 @@ type fleet struct {
 	maxConcurrent int
 }
 
-func newFleet(t *testing.T) *fleet {
+func newFleet(t testing.TB) *fleet {
 	dir := t.TempDir()
 	f := &fleet{t: t, etcd: etcdtest.Start(t, 1), chat: newChat(), workspace: dir, log: filepath.Join(dir, "agent.log")}
 	f.eng = engine.NewClaudeCode(engine.Config{Command: enginetest.Build(t), Env: map[string]string{"FAKE_AGENT_LOG": f.log}})
 	return f
 }
 
-func (f *fleet) start(name string, ttl time.Duration) *replica {
+func (f *fleet) start(name string, ttl time.Duration) *replica { return f.startWith(name, ttl) }
+
+// startWith starts a replica whose etcd client dials with opts.
+func (f *fleet) startWith(name string, ttl time.Duration, opts ...grpc.DialOption) *replica {
 	t := f.t
 	t.Helper()
 	p := nettest.NewProxy(t, f.etcd.Endpoints[0])
-	st, err := etcdstore.Open(etcdstore.Config{Endpoints: []string{p.Addr}, Prefix: "golem", Timeout: 2 * time.Second})
+	st, err := etcdstore.Open(etcdstore.Config{Endpoints: []string{p.Addr}, Prefix: "golem", Timeout: 2 * time.Second, DialOptions: opts})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,7 @@ import (
 	"github.com/golem-chat/golem/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 )
 
 // schemaVersion is the version of the layout above that this code writes.
@@ -73,6 +74,8 @@ type Config struct {
 	// each call after that.
 	StartTimeout time.Duration
 	Timeout      time.Duration
+	// DialOptions are added to the client's (tests count its calls).
+	DialOptions []grpc.DialOption
 }
 
 // ParseURL reads `etcd://host:port,host:port/prefix`, or etcds:// for TLS
@@ -181,6 +184,7 @@ func Open(cfg Config) (*Store, error) {
 		// A member that stops answering is noticed by keepalive pings.
 		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: 5 * time.Second,
+		DialOptions:          cfg.DialOptions,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: %s: %w", where, err)
