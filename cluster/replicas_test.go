@@ -19,6 +19,7 @@ import (
 	"github.com/golem-chat/golem/engine/enginetest"
 	"github.com/golem-chat/golem/internal/etcdtest"
 	"github.com/golem-chat/golem/internal/nettest"
+	"github.com/golem-chat/golem/parser"
 	"github.com/golem-chat/golem/store"
 	"github.com/golem-chat/golem/store/etcdstore"
 	"google.golang.org/grpc"
@@ -443,4 +444,59 @@ func TestARedeliveredEventRunsOnceAcrossReplicas(t *testing.T) {
 	if n := count(f.chat.texts(), "echo: twice"); n != 5 {
 		t.Errorf("%d answers, want 5", n)
 	}
+}
+
+// An HTTP request (its answer streams back to whoever asked, so it cannot
+// move) to a replica while another replica runs its conversation waits
+// for that turn, then runs here, in the same session.
+func TestAStreamWaitsForTheOtherReplicasTurn(t *testing.T) {
+	f := newFleet(t)
+	a, b := f.start("a", 2*time.Second), f.start("b", 2*time.Second)
+	ctx := context.Background()
+	a.d.Handle(ctx, msg("C1", 0, "!sleep 800ms\nfirst"))
+	f.waitRuns(1)
+
+	var mu sync.Mutex
+	var text strings.Builder
+	done := make(chan parser.Event, 1)
+	m := msg("C1", 1, "second")
+	m.EventID = "" // as the HTTP API's
+	m.Sink = func(evs ...parser.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, ev := range evs {
+			switch ev.Type {
+			case parser.Text:
+				text.WriteString(ev.Content)
+			case parser.Done, parser.Error:
+				done <- ev
+			}
+		}
+	}
+	b.d.Handle(ctx, m)
+	select {
+	case ev := <-done:
+		if ev.Type != parser.Done {
+			t.Fatalf("the stream ended with %+v", ev)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stream never ended")
+	}
+	mu.Lock()
+	got := text.String()
+	mu.Unlock()
+	if !strings.Contains(got, "echo: second") {
+		t.Fatalf("the stream said %q", got)
+	}
+	runs := enginetest.ReadLog(t, f.log)
+	if len(runs) != 2 {
+		t.Fatalf("%d agent runs, want 2", len(runs))
+	}
+	if gap := time.Duration(runs[1].Started - runs[0].Started); gap < 800*time.Millisecond {
+		t.Errorf("the stream's turn began %v after the other replica's, inside its 800 ms", gap)
+	}
+	if resumed, _ := runs[1].Flag("--resume"); resumed != runs[0].SessionID {
+		t.Errorf("the stream's turn resumed %q, want %q", resumed, runs[0].SessionID)
+	}
+	f.chat.waitFor(t, 10*time.Second, "the first answer", func(texts []string) bool { return count(texts, "echo: first") == 1 })
 }
