@@ -23,6 +23,7 @@ type host struct {
 	got       chan struct{}
 	idle      func()
 	idles     chan struct{} // a token per call of Idle, while there is room
+	act       func() (core.ActionResult, bool)
 }
 
 func newHost() *host { return &host{got: make(chan struct{}, 16), idles: make(chan struct{}, 16)} }
@@ -49,6 +50,12 @@ func (h *host) Idle(store.Key) bool {
 	return true
 }
 func (h *host) Act(context.Context, core.Action) (core.ActionResult, bool) {
+	h.mu.Lock()
+	f := h.act
+	h.mu.Unlock()
+	if f != nil {
+		return f()
+	}
 	return core.ActionResult{}, false
 }
 func (h *host) GiveUp() {}
@@ -227,5 +234,37 @@ func TestClaimWithoutItsAnswerIsTakenBack(t *testing.T) {
 	}
 	if n := a.Owned(); n != 1 {
 		t.Errorf("a says it owns %d conversations, want 1", n)
+	}
+}
+
+// A forwarded click answered after its sender stopped waiting leaves no
+// answer behind in etcd: the answer is written only while the click is.
+func TestLateAnswerOfAClickLeavesNothing(t *testing.T) {
+	e := etcdtest.Start(t, 1)
+	ha, hb := newHost(), newHost()
+	_, b := joinTest(t, e.Endpoints[0], "a", ha), joinTest(t, e.Endpoints[0], "b", hb)
+	asked, answer := make(chan struct{}), make(chan struct{})
+	ha.mu.Lock()
+	ha.act = func() (core.ActionResult, bool) {
+		close(asked)
+		<-answer
+		return core.ActionResult{Settled: "approved"}, true
+	}
+	ha.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-asked; cancel() }() // the clicker gives up as a's turn answers
+	if _, ok := b.Forward(ctx, core.Action{Platform: "rec", Channel: "C1", User: "alice", Data: "golem:approve:r1"}); ok {
+		t.Fatal("Forward answered although its sender gave up")
+	}
+	close(answer)
+	time.Sleep(500 * time.Millisecond) // a writes its answer, or not (a's Close would cancel the write)
+	get, cerr := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cerr()
+	resp, err := b.cli.Get(get, b.prefix+"answer/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Count != 0 {
+		t.Fatalf("%d answers of clicks left in etcd", resp.Count)
 	}
 }

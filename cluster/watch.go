@@ -323,7 +323,14 @@ func (c *Conversations) act(id string, raw []byte) {
 		return
 	}
 	out, _ := json.Marshal(encodeResult(res))
-	if _, err := c.cli.Put(ctx, c.prefix+"answer/"+id, string(out)); err != nil {
+	// Only while the click is there: once its sender has stopped waiting
+	// (and struck it), an answer would stay in etcd for good.
+	click := c.prefix + "click/" + id
+	resp, err := c.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(click), ">", 0)).
+		Then(clientv3.OpPut(c.prefix+"answer/"+id, string(out))).Commit()
+	if err != nil {
 		c.log.Warn("answer a forwarded click", "err", err)
+	} else if !resp.Succeeded {
+		c.log.Warn("a forwarded click was acted on after its sender stopped waiting", "settled", res.Settled)
 	}
 }
