@@ -35,6 +35,9 @@ type Replica interface {
 	Serve(ctx context.Context, fn func(ctx context.Context))
 	// Leading reports whether this replica leads role now, for metrics.
 	Leading(role string) bool
+	// Gone names the other replicas that joined once and are not in the
+	// cluster now, so that what they kept for later is handed on.
+	Gone(ctx context.Context) ([]string, error)
 }
 
 // Local is the replica of a golem that runs alone: it leads every role at
@@ -58,6 +61,9 @@ func (l *Local) Lead(ctx context.Context, _ string, fn func(ctx context.Context)
 func (l *Local) Serve(ctx context.Context, fn func(ctx context.Context)) { l.Lead(ctx, "", fn) }
 
 func (l *Local) Leading(string) bool { return true }
+
+// Gone is empty: there is no other replica.
+func (l *Local) Gone(context.Context) ([]string, error) { return nil, nil }
 
 // nameOr is name, or the host name when name is empty.
 func nameOr(name string) string {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -125,6 +127,13 @@ func (e *Etcd) join(ctx context.Context) (*membership, error) {
 	}
 	sess, err := concurrency.NewSession(e.cli, concurrency.WithLease(lease.ID), concurrency.WithContext(keepCtx))
 	if err != nil {
+		stopKeep()
+		return nil, err
+	}
+	// Its name stays (see Gone); its member key lives with the lease.
+	esc := url.PathEscape(e.name)
+	if _, err := e.cli.Txn(ctx).Then(clientv3.OpPut(e.prefix+"names/"+esc, ""),
+		clientv3.OpPut(e.prefix+"member/"+esc, fmt.Sprintf("%x", lease.ID), clientv3.WithLease(lease.ID))).Commit(); err != nil {
 		stopKeep()
 		return nil, err
 	}
@@ -266,6 +275,29 @@ func (e *Etcd) Lead(ctx context.Context, role string, fn func(ctx context.Contex
 			rcancel()
 		}
 	}
+}
+
+// Gone names the replicas that joined once under this prefix and are not
+// members now: dead, stopped, or cut off from etcd. What they kept for
+// later (their journals) is for the others to hand on.
+func (e *Etcd) Gone(ctx context.Context) ([]string, error) {
+	resp, err := e.cli.Txn(ctx).Then(clientv3.OpGet(e.prefix+"names/", clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+		clientv3.OpGet(e.prefix+"member/", clientv3.WithPrefix(), clientv3.WithKeysOnly())).Commit()
+	if err != nil {
+		return nil, err
+	}
+	live := map[string]bool{}
+	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
+		live[strings.TrimPrefix(string(kv.Key), e.prefix+"member/")] = true
+	}
+	var gone []string
+	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
+		esc := strings.TrimPrefix(string(kv.Key), e.prefix+"names/")
+		if name, err := url.PathUnescape(esc); err == nil && !live[esc] && name != e.name {
+			gone = append(gone, name)
+		}
+	}
+	return gone, nil
 }
 
 // Serve runs fn under each membership in turn.

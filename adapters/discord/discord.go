@@ -55,6 +55,10 @@ type Options struct {
 	// in State (see leader.go), so that the next leader resumes it and
 	// gets again every event Discord sent meanwhile.
 	Replica cluster.Replica
+	// JournalOf, with Replica, is another replica's JournalKey: a new
+	// leader hands on what the replicas gone from the cluster left in
+	// theirs (killed while an attachment was downloading).
+	JournalOf func(replica string) string
 
 	// ChannelLimit requests per ChannelWindow may create or edit messages
 	// in one channel (edits included); default 5 per 5 s, Discord's

@@ -56,15 +56,41 @@ func messageID(raw json.RawMessage) string {
 // attachments are downloaded anew. Those that had reached the handler just
 // before golem stopped are dropped there as duplicates of their event id.
 func (a *Adapter) replay() {
-	a.journal.Replay(func(raw json.RawMessage) bool {
+	a.journal.Replay(a.handOn("handing on a message taken before the restart"))
+}
+
+// adoptGone hands on what the replicas gone from the cluster left in their
+// journals (see journal.Adopt), at each READY or RESUMED of a leader, on
+// the gateway's goroutine.
+func (a *Adapter) adoptGone() {
+	if a.opts.Replica == nil || a.opts.JournalOf == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	names, err := a.opts.Replica.Gone(ctx)
+	cancel()
+	if err != nil {
+		a.log.Warn("the replicas gone from the cluster are not known; their journals wait for the next leader", "err", err)
+		return
+	}
+	for _, name := range names {
+		if n := a.journal.Adopt(a.opts.JournalOf(name), a.handOn("handing on a message a replica gone from the cluster had taken")); n > 0 {
+			a.log.Info("handed on the journal of a replica gone from the cluster", "replica", name, "messages", n)
+		}
+	}
+}
+
+// handOn hands on one journaled message, saying so in the log.
+func (a *Adapter) handOn(say string) func(raw json.RawMessage) bool {
+	return func(raw json.RawMessage) bool {
 		var m discordgo.Message
 		if err := json.Unmarshal(raw, &m); err != nil {
 			a.log.Error("a journaled message that cannot be decoded dropped", "err", err)
 			return false
 		}
-		a.log.Info("handing on a message taken before the restart", "message_id", m.ID)
+		a.log.Info(say, "message_id", m.ID)
 		return a.take(&m)
-	})
+	}
 }
 
 // take turns a message that is addressed to the bot (a DM, an @mention,

@@ -422,10 +422,12 @@ func (a *Adapter) dispatch(c *conn, s *gatewaySession, f frame) {
 		s.id, s.resumeURL = r.SessionID, more.ResumeURL
 		c.ready = true
 		a.onReady(&r)
+		a.adoptGone()
 	case "RESUMED":
 		c.ready = true
 		a.log.Info("gateway session resumed")
 		a.replayed.Do(a.replay) // a replica that took the session over
+		a.adoptGone()
 	case "MESSAGE_CREATE":
 		var m discordgo.Message
 		if err := json.Unmarshal(f.D, &m); err != nil {

@@ -2,12 +2,14 @@ package discord
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/bwmarrin/discordgo"
 	"github.com/golem-chat/golem/adapters/discord/discordtest"
 	"github.com/golem-chat/golem/cluster"
 	"github.com/golem-chat/golem/internal/clustertest"
@@ -31,7 +33,11 @@ func (s *memState) Load(key string) ([]byte, error) {
 func (s *memState) Save(key string, v []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.m[key] = v
+	if v == nil {
+		delete(s.m, key)
+	} else {
+		s.m[key] = v
+	}
 	return nil
 }
 
@@ -110,5 +116,33 @@ func TestReplicasHandTheGatewayOver(t *testing.T) {
 	}
 	if raw, _ := state.Load(sessionKey); raw == nil {
 		t.Fatal("no gateway session in the store")
+	}
+}
+
+// A new leader hands on what a replica gone from the cluster left in its
+// journal (killed while an attachment was downloading), and empties it.
+func TestANewLeaderHandsOnAGoneReplicasJournal(t *testing.T) {
+	etcd := etcdtest.Start(t, 1)
+	gone := clustertest.Join(t, etcd.Endpoints[0], "a", 2*time.Second)
+	if err := gone.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fake := newFake(t, discordtest.Options{})
+	bot := fake.Options().BotUserID
+	left, _ := json.Marshal(discordgo.Message{ID: "1180000000000000001", ChannelID: "c1", GuildID: "g1",
+		Author: &discordgo.User{ID: "u1", Username: "u1"}, Content: "<@" + bot + "> left behind", Mentions: []*discordgo.User{{ID: bot}}})
+	journal, _ := json.Marshal([]json.RawMessage{left})
+	state := &memState{m: map[string][]byte{"discord.pending/a": journal}}
+
+	rb := clustertest.Join(t, etcd.Endpoints[0], "b", 2*time.Second)
+	rec := make(recorder, 4)
+	b := newAdapter(t, fake, Options{State: state, JournalKey: "discord.pending/b", Replica: rb,
+		JournalOf: func(name string) string { return "discord.pending/" + name }})
+	startAdapterWith(t, fake, b, rec)
+	if m := rec.next(t); m.Text != "left behind" {
+		t.Fatalf("the new leader handed on %q", m.Text)
+	}
+	if raw, _ := state.Load("discord.pending/a"); raw != nil {
+		t.Errorf("the gone replica's journal still holds %s", raw)
 	}
 }

@@ -66,6 +66,10 @@ type Options struct {
 	// Slack sends the app's events to the other replicas' connections
 	// while this one cannot keep them.
 	Replica cluster.Replica
+	// JournalOf, with Replica, is another replica's JournalKey: every
+	// AdoptEvery the adapter hands on what the replicas gone from the
+	// cluster left in theirs (killed while a file was downloading).
+	JournalOf func(replica string) string
 	// Streaming is how an answer grows (slack.streaming): StreamEdits
 	// (default) posts it and redraws it with chat.update; StreamNative
 	// streams it as a thread reply with chat.startStream, appendStream and
@@ -287,6 +291,10 @@ func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
 	return refused
 }
 
+// AdoptEvery is how often a replica looks for the journals of replicas
+// gone from the cluster.
+const AdoptEvery = 10 * time.Second
+
 // listen runs a Socket Mode connection until conn ends, handing what it
 // brings to h under ctx; an error when the tokens are refused.
 func (a *Adapter) listen(ctx, conn context.Context, h core.Handler) error {
@@ -294,10 +302,15 @@ func (a *Adapter) listen(ctx, conn context.Context, h core.Handler) error {
 		socketmode.OptionLog(slog.NewLogLogger(a.log.Handler(), slog.LevelDebug)))
 	runErr := make(chan error, 1)
 	go func() { runErr <- sm.RunContext(conn) }()
+	a.adoptGone(ctx, h)
+	adopt := time.NewTicker(AdoptEvery)
+	defer adopt.Stop()
 	for {
 		select {
 		case ev := <-sm.Events:
 			a.onSocketEvent(ctx, sm, h, ev)
+		case <-adopt.C:
+			a.adoptGone(ctx, h)
 		case err := <-runErr:
 			if conn.Err() != nil {
 				return nil

@@ -8,6 +8,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"time"
 
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
@@ -56,9 +57,34 @@ func (a *Adapter) onEventsAPI(ctx context.Context, h core.Handler, ev socketmode
 // Those that had reached the handler just before golem stopped are dropped
 // there as duplicates of their event id.
 func (a *Adapter) replay(ctx context.Context, h core.Handler) {
-	a.journal.Replay(func(raw json.RawMessage) bool {
+	a.journal.Replay(a.handOn(ctx, h, "slack: handing on an event taken before the restart"))
+}
+
+// adoptGone hands on what the replicas gone from the cluster left in their
+// journals (see journal.Adopt); called on Start's goroutine.
+func (a *Adapter) adoptGone(ctx context.Context, h core.Handler) {
+	if a.opts.Replica == nil || a.opts.JournalOf == nil {
+		return
+	}
+	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	names, err := a.opts.Replica.Gone(gctx)
+	cancel()
+	if err != nil {
+		return // etcd is slow: the next round
+	}
+	for _, name := range names {
+		if n := a.journal.Adopt(a.opts.JournalOf(name), a.handOn(ctx, h, "slack: handing on an event a replica gone from the cluster had taken")); n > 0 {
+			a.log.Info("slack: handed on the journal of a replica gone from the cluster", "replica", name, "events", n)
+		}
+	}
+}
+
+// handOn hands on one journaled payload, saying so in the log; it reports
+// whether it was journaled again (see inOrder).
+func (a *Adapter) handOn(ctx context.Context, h core.Handler, say string) func(raw json.RawMessage) bool {
+	return func(raw json.RawMessage) bool {
 		id := eventID(raw)
-		a.log.Info("slack: handing on an event taken before the restart", "event_id", id)
+		a.log.Info(say, "event_id", id)
 		if strings.HasPrefix(id, "command:") {
 			var cmd slackapi.SlashCommand
 			if err := json.Unmarshal(raw, &cmd); err != nil {
@@ -74,7 +100,7 @@ func (a *Adapter) replay(ctx context.Context, h core.Handler) {
 			return false
 		}
 		return a.takeEvent(ctx, h, outer, raw, 0, nil)
-	})
+	}
 }
 
 // takeEvent hands on the message of one Events API payload, if it is one

@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,10 +17,14 @@ import (
 
 // startReplica runs an adapter of replica r on fake, handing what it gets
 // to rec.
-func startReplica(t *testing.T, fake *slacktest.Server, r cluster.Replica, rec recorder) {
+func startReplica(t *testing.T, fake *slacktest.Server, r cluster.Replica, rec recorder, edit ...func(*Options)) {
 	t.Helper()
-	a, err := New(Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, APIURL: fake.URL,
-		Inbox: core.Inbox{Dir: t.TempDir()}, Replica: r})
+	opts := Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, APIURL: fake.URL,
+		Inbox: core.Inbox{Dir: t.TempDir()}, Replica: r}
+	for _, e := range edit {
+		e(&opts)
+	}
+	a, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,5 +84,89 @@ func TestReplicaOutOfTheClusterClosesItsSocket(t *testing.T) {
 	proxy.Heal()
 	if !fake.Wait(20*time.Second, func() bool { return fake.Open() == 2 }) {
 		t.Fatal("the replica back in the cluster did not connect again")
+	}
+}
+
+// memState is a core.StateStore the replicas of a test share, as they
+// share the etcd store.
+type memState struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (s *memState) Load(key string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[key], nil
+}
+
+func (s *memState) Save(key string, v []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v == nil {
+		delete(s.m, key)
+	} else {
+		s.m[key] = v
+	}
+	return nil
+}
+
+// A replica that left the cluster while a message's file was still
+// downloading (acked to Slack, so never sent again) left it in its
+// journal; another replica hands it on, and empties that journal.
+func TestAGoneReplicasJournalIsHandedOn(t *testing.T) {
+	etcd := etcdtest.Start(t, 1)
+	ra := clustertest.Join(t, etcd.Endpoints[0], "a", 2*time.Second)
+	fake := slacktest.New(slacktest.Options{})
+	defer fake.Close()
+	state := &memState{m: map[string][]byte{}}
+	journalOf := func(name string) string { return "slack.pending/" + name }
+	newReplica := func(r cluster.Replica) *Adapter {
+		a, err := New(Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, APIURL: fake.URL,
+			Inbox: core.Inbox{Dir: t.TempDir()}, State: state, JournalKey: journalOf(r.Name()), JournalOf: journalOf, Replica: r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+
+	a := newReplica(ra)
+	ctxA, stopA := context.WithCancel(context.Background())
+	doneA := make(chan error, 1)
+	go func() { doneA <- a.Start(ctxA, make(recorder, 10)) }()
+	if !fake.Wait(10*time.Second, func() bool { return fake.Open() == 1 }) {
+		t.Fatal("replica a did not connect")
+	}
+	f := fake.AddFile("notes.txt", "text/plain", []byte("the notes"))
+	hold := make(chan struct{})
+	fake.Fail("files.info", 1, slacktest.Failure{Until: hold})
+	d := deliver(t, fake, slacktest.Event{Type: "message", ChannelType: "im", SubType: "file_share", User: "U1", Channel: "D1",
+		Text: "see the file", Files: []map[string]any{{"id": f["id"], "file_access": "check_file_info"}}})
+	if !fake.Wait(10*time.Second, func() bool { _, acked := fake.Acked(d.EnvelopeID); return acked && fake.Holding("files.info") == 1 }) {
+		t.Fatal("the envelope was not acked with its file's download held")
+	}
+	stopA() // replica a stops with the download cut short: the message stays in its journal
+	if err := <-doneA; err != nil {
+		t.Fatal(err)
+	}
+	close(hold)
+	if raw, _ := state.Load(journalOf("a")); raw == nil {
+		t.Fatal("replica a's journal is empty: nothing to hand on")
+	}
+	if err := ra.Close(); err != nil { // gone from the cluster
+		t.Fatal(err)
+	}
+
+	rb := clustertest.Join(t, etcd.Endpoints[0], "b", 2*time.Second)
+	recB := make(recorder, 10)
+	startReplica(t, fake, rb, recB, func(o *Options) {
+		o.State, o.JournalKey, o.JournalOf = state, journalOf("b"), journalOf
+	})
+	m := recB.next(t)
+	if m.Text != "see the file" || len(m.Attachments) != 1 {
+		t.Fatalf("replica b handed on %q with %d attachments", m.Text, len(m.Attachments))
+	}
+	if raw, _ := state.Load(journalOf("a")); raw != nil {
+		t.Errorf("replica a's journal still holds %s", raw)
 	}
 }

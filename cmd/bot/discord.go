@@ -16,7 +16,8 @@ func init() {
 			return nil, nil
 		}
 		return discord.New(discord.Options{Token: c.Token, APIURL: c.APIURL, Guilds: c.Guilds, Inbox: a.inbox(), State: a.store,
-			JournalKey: a.member.journalKey("discord.pending"), Replica: a.member.replica, Logger: a.log})
+			JournalKey: a.member.journalKey("discord.pending"), JournalOf: a.member.journalOf("discord.pending"),
+			Replica: a.member.replica, Logger: a.log})
 	}})
 }
 

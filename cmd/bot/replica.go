@@ -61,6 +61,15 @@ func (m membership) journalKey(base string) string {
 	return base + "/" + m.replica.Name()
 }
 
+// journalOf names another replica's journal key under base, so that the
+// journals of replicas gone from the cluster are handed on; nil alone.
+func (m membership) journalOf(base string) func(replica string) string {
+	if m.etcd == nil {
+		return nil
+	}
+	return func(replica string) string { return base + "/" + replica }
+}
+
 // close gives the membership up, after the dispatcher has stopped.
 func (m membership) close() error {
 	if m.etcd == nil {

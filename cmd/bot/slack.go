@@ -19,8 +19,9 @@ func init() {
 			return nil, nil
 		}
 		return slack.New(slack.Options{BotToken: c.BotToken, AppToken: c.AppToken, APIURL: c.APIURL, Streaming: c.Streaming,
-			Inbox: a.inbox(), State: a.store, JournalKey: a.member.journalKey("slack.pending"), Replica: a.member.replica,
-			Logger: a.log})
+			Inbox: a.inbox(), State: a.store, JournalKey: a.member.journalKey("slack.pending"), JournalOf: a.member.journalOf("slack.pending"),
+			Replica: a.member.replica,
+			Logger:  a.log})
 	}})
 }
 

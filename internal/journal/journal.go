@@ -146,6 +146,24 @@ func (j *Journal) Replay(take func(raw json.RawMessage) (kept bool)) {
 	j.Save()
 }
 
+// Adopt hands on, oldest first, the events of the journal kept under key
+// in the same store (a replica's that left the cluster), with take as
+// Replay's, then empties that journal, and returns how many it held. take
+// has put each event into core or into this journal (saved) when it
+// returns, so none is lost in between; one handed on twice (its replica
+// was only cut off, and hands it on too) is dropped by core's dedupe.
+func (j *Journal) Adopt(key string, take func(raw json.RawMessage) (kept bool)) int {
+	other := New(Options{Store: j.opts.Store, Key: key, ID: j.opts.ID, Max: j.opts.Max, MaxBytes: j.opts.MaxBytes, Logger: j.log})
+	n := other.Len()
+	if n > 0 {
+		other.Replay(func(raw json.RawMessage) bool {
+			take(raw)
+			return false // kept here, if at all, not there
+		})
+	}
+	return n
+}
+
 // Keep adds an event, unless it is already kept; it is written at the
 // next Save, which the caller makes before confirming the event. It
 // reports false when the journal is full: the event is not kept.

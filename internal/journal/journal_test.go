@@ -148,3 +148,38 @@ func TestNoStore(t *testing.T) {
 	j.Done("a")
 	j.Replay(func(json.RawMessage) bool { t.Fatal("replayed from no store"); return false })
 }
+
+// Adopt hands on another journal's events oldest first, then empties it;
+// what take kept is in this journal, saved.
+func TestAdoptHandsOnAnotherJournal(t *testing.T) {
+	s := &memState{}
+	gone := New(Options{Store: s, Key: "x.pending/gone", ID: idOf})
+	for _, id := range []string{"a", "b"} {
+		gone.Keep(id, ev(id))
+	}
+	gone.Save()
+	mine := open(s)
+	var got []string
+	n := mine.Adopt("x.pending/gone", func(raw json.RawMessage) bool {
+		id := idOf(raw)
+		got = append(got, id)
+		if id == "b" { // b waits for its download: kept here
+			mine.Keep(id, raw)
+			mine.Save()
+			return true
+		}
+		return false
+	})
+	if n != 2 || strings.Join(got, ",") != "a,b" {
+		t.Fatalf("adopted %d: %q, want a then b", n, got)
+	}
+	if b, _ := s.Load("x.pending/gone"); b != nil {
+		t.Errorf("the adopted journal still holds %s", b)
+	}
+	if b, _ := s.Load("x.pending"); string(b) != `[{"id":"b"}]` {
+		t.Errorf("this journal holds %s, want b", b)
+	}
+	if n := mine.Adopt("x.pending/none", func(json.RawMessage) bool { t.Fatal("an empty journal handed something on"); return false }); n != 0 {
+		t.Errorf("an absent journal held %d", n)
+	}
+}
