@@ -27,7 +27,9 @@ import (
 //	dirty/KEY       set while a replica owns KEY, removed as it lets go: left
 //	                behind, it says the owner died with turns perhaps in flight
 //	mail/KEY/ID     a message for the conversation, JSON, until taken
-//	click/ID        a click no replica's own turn knew, for the others (leased)
+//	click/ID        a click no replica's own turn knew, for the others (leased);
+//	                also the operator's /stop or /new of a conversation owned
+//	                elsewhere, for its owner (core.Host.Act tells which)
 //	answer/ID       the answer of the replica whose turn waited for the click
 //
 // KEY is the conversation key's String, path-escaped, so that no key is a

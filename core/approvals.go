@@ -191,7 +191,7 @@ func (d *Dispatcher) HandleAction(ctx context.Context, a Action) ActionResult {
 	}
 	res := d.handleAction(ctx, a)
 	if errors.Is(res.Err, ErrUnknownRequest) && d.opts.Cluster != nil {
-		if _, _, _, ours := parseActionData(a.Data); ours {
+		if verb, _, _, ours := parseActionData(a.Data); ours && !strings.HasPrefix(verb, operatorVerb) { // a platform's click never acts as the operator
 			if fwd, ok := d.opts.Cluster.Forward(ctx, a); ok {
 				return fwd // a turn on another replica waited for it
 			}

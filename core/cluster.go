@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/golem-chat/golem/store"
 )
@@ -42,7 +43,8 @@ type Cluster interface {
 	Release(key store.Key)
 	// Forward hands a click that no request here waits for to the other
 	// replicas, and returns the answer of the one whose turn waits for it;
-	// false when none answered in time.
+	// false when none answered in time. core also forwards the operator's
+	// actions on a conversation another replica owns this way.
 	Forward(ctx context.Context, a Action) (ActionResult, bool)
 	// Owner names the replica that runs key now, "" when none does.
 	Owner(key store.Key) string
@@ -64,7 +66,8 @@ type Host interface {
 	// conversation here.
 	Idle(key store.Key) bool
 	// Act answers a click forwarded by another replica, when a request of
-	// a turn here waits for it.
+	// a turn here waits for it, or an operator's /stop or /new forwarded
+	// to this replica, which owns the conversation (see operatorVerb).
 	Act(ctx context.Context, a Action) (ActionResult, bool)
 	// GiveUp is called when the replica lost its membership: every turn
 	// here is stopped and every waiting message forgotten, quietly — the
@@ -176,9 +179,12 @@ func (d *Dispatcher) TakeOver(key store.Key) {
 
 // Act implements Host.
 func (d *Dispatcher) Act(ctx context.Context, a Action) (ActionResult, bool) {
-	_, id, _, ok := parseActionData(a.Data)
+	verb, id, rest, ok := parseActionData(a.Data)
 	if !ok {
 		return ActionResult{}, false
+	}
+	if op, isOp := strings.CutPrefix(verb, operatorVerb); isOp {
+		return d.actAsOperator(a, op, id, rest)
 	}
 	d.approvals.mu.Lock()
 	_, here := d.approvals.pending[id]

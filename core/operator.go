@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -127,14 +129,88 @@ const Operator = "http:operator"
 
 // StopConversation is /stop for key: the running answer stops, waiting
 // messages are dropped, its pending approvals are denied. It returns the
-// chat's answer to /stop.
-func (d *Dispatcher) StopConversation(key store.Key) string {
+// chat's answer to /stop. With a Cluster, a conversation that another
+// replica owns is stopped there (see forwardOperator).
+func (d *Dispatcher) StopConversation(ctx context.Context, key store.Key) (string, error) {
+	if owner := d.ownerElsewhere(key); owner != "" {
+		return d.forwardOperator(ctx, "stop", owner, key)
+	}
+	return d.stopHere(key), nil
+}
+
+func (d *Dispatcher) stopHere(key store.Key) string {
 	d.endRequests(nil, key, store.ApprovalStopped)
 	return d.stop(key)
 }
 
-// NewSession is /new for key.
-func (d *Dispatcher) NewSession(key store.Key) (string, error) { return d.newSession(key) }
+// NewSession is /new for key; on the replica that owns it, as
+// StopConversation.
+func (d *Dispatcher) NewSession(ctx context.Context, key store.Key) (string, error) {
+	if owner := d.ownerElsewhere(key); owner != "" {
+		return d.forwardOperator(ctx, "new", owner, key)
+	}
+	return d.newSession(key)
+}
+
+// ownerElsewhere is the replica that owns key when it is not this one
+// and nothing of key runs here; "" otherwise (alone, idle everywhere, or
+// here).
+func (d *Dispatcher) ownerElsewhere(key store.Key) string {
+	cl := d.opts.Cluster
+	if cl == nil || !d.Idle(key) {
+		return ""
+	}
+	if owner := cl.Owner(key); owner != cl.Replica() {
+		return owner
+	}
+	return ""
+}
+
+// An operator's action forwarded to another replica is an Action whose
+// Data is "golem:operator-VERB:REPLICA:KEY" (REPLICA query-escaped),
+// from Platform "http", User "operator": Act does it only on the replica
+// it names, and never for a click from a platform (HandleAction does not
+// forward it).
+const operatorVerb = "operator-"
+
+// forwardOperator has replica owner do verb ("stop" or "new") to key,
+// through the Cluster's forwarding of clicks, and returns its answer.
+func (d *Dispatcher) forwardOperator(ctx context.Context, verb, owner string, key store.Key) (string, error) {
+	platform, user, _ := strings.Cut(Operator, ":")
+	a := Action{Platform: platform, User: user, UserName: Operator,
+		Data: "golem:" + operatorVerb + verb + ":" + url.QueryEscape(owner) + ":" + key.String()}
+	res, ok := d.opts.Cluster.Forward(ctx, a)
+	if !ok {
+		return "", fmt.Errorf("replica %s, which runs this conversation, did not answer", owner)
+	}
+	if res.Err != nil {
+		return "", fmt.Errorf("on replica %s: %w", owner, res.Err)
+	}
+	return res.Settled, nil
+}
+
+// actAsOperator does a forwarded operator's action (see operatorVerb)
+// when it names this replica; ok is false otherwise.
+func (d *Dispatcher) actAsOperator(a Action, verb, replica, rawKey string) (ActionResult, bool) {
+	platform, user, _ := strings.Cut(Operator, ":")
+	me, err := url.QueryUnescape(replica)
+	if err != nil || d.opts.Cluster == nil || me != d.opts.Cluster.Replica() || a.Platform != platform || a.User != user {
+		return ActionResult{}, false
+	}
+	key, err := store.ParseKey(rawKey)
+	if err != nil {
+		return ActionResult{Err: fmt.Errorf("not a conversation key: %w", err)}, true
+	}
+	d.log.Info("operator's action forwarded from another replica", "conversation", key, "action", verb)
+	switch verb {
+	case "stop":
+		return ActionResult{Settled: d.stopHere(key)}, true
+	case "new":
+		text, err := d.newSession(key)
+		return ActionResult{Settled: text, Err: err}, true
+	}
+	return ActionResult{Err: errors.New("no such operator's action: " + verb)}, true
+}
 
 // Diff is /diff for key, as the text a stream gets.
 func (d *Dispatcher) Diff(key store.Key) (string, error) {

@@ -27,8 +27,10 @@ type Operator interface {
 	ChannelName(key store.Key) string
 	PendingApprovals(key store.Key) []core.Pending
 	Worktree(ctx context.Context, key store.Key) (w worktree.Workspace, dirty, found bool, err error)
-	StopConversation(key store.Key) string
-	NewSession(key store.Key) (string, error)
+	// StopConversation and NewSession act on the replica that owns key
+	// (forwarded there when it is another).
+	StopConversation(ctx context.Context, key store.Key) (string, error)
+	NewSession(ctx context.Context, key store.Key) (string, error)
 	Diff(key store.Key) (string, error)
 	Decide(key store.Key, id, decision string, option int) core.ActionResult
 	Watch(key store.Key, sink func(...parser.Event)) (stop func(), ok bool)

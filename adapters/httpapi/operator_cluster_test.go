@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -42,7 +44,10 @@ func (c *sharedChat) Send(_ context.Context, to core.Place, _ string) (core.Mess
 
 // TestOperatorAcrossReplicas: two replicas on one etcd, each with its
 // operator's API. A turn running on replica a is listed by b's API as
-// running on a, b refuses to stop it (409, naming a), and a's API stops it.
+// running on a; /new and /stop posted to b are done on a (forwarded as a
+// click is), audited as the operator's; /events stays a's to serve (409
+// from b, naming a). A platform's click that dresses as the operator's
+// forwarded action does nothing.
 func TestOperatorAcrossReplicas(t *testing.T) {
 	ec := etcdtest.Start(t, 1)
 	dir := t.TempDir()
@@ -93,6 +98,12 @@ func TestOperatorAcrossReplicas(t *testing.T) {
 		return replica{d: d, base: base}
 	}
 	a, b := start("a"), start("b")
+	a.d.Handle(context.Background(), core.Message{Platform: "rec", Channel: "C1", ID: "m0", EventID: "m0", User: "alice", Text: "hello"})
+	eventually(t, "the first turn kept", func() bool {
+		var d conversationJSON
+		res := call(t, http.MethodGet, convURL(b.base, "rec::C1"), "", "")
+		return res.StatusCode == 200 && json.NewDecoder(res.Body).Decode(&d) == nil && d.State == "idle"
+	})
 	a.d.Handle(context.Background(), core.Message{Platform: "rec", Channel: "C1", ID: "m1", EventID: "m1", User: "alice", Text: "!text 10\n!hang"})
 
 	var seen conversationJSON
@@ -106,15 +117,23 @@ func TestOperatorAcrossReplicas(t *testing.T) {
 		}
 		return seen.State == "running" && seen.Replica == "a"
 	})
-	res := call(t, http.MethodPost, convURL(b.base, "rec::C1", "/stop"), "", "")
+	forged := b.d.HandleAction(context.Background(), core.Action{Platform: "rec", Channel: "C1", User: "mallory",
+		Data: "golem:operator-stop:a:rec::C1"})
+	if !errors.Is(forged.Err, core.ErrUnknownRequest) {
+		t.Errorf("a platform's click as the operator's action: %+v", forged)
+	}
+
+	var act actionJSON
+	nw := call(t, http.MethodPost, convURL(b.base, "rec::C1", "/new"), "", "")
+	if nw.StatusCode != 200 || json.NewDecoder(nw.Body).Decode(&act) != nil || !strings.Contains(act.Text, "An answer is still running") {
+		t.Fatalf("new from b: %d %+v; want a's answer, which runs the turn", nw.StatusCode, act)
+	}
+	res := call(t, http.MethodGet, convURL(b.base, "rec::C1", "/events"), "", "")
 	if res.StatusCode != http.StatusConflict {
-		t.Fatalf("stop from b: %d, want 409", res.StatusCode)
+		t.Errorf("events from b: %d, want 409", res.StatusCode)
 	}
 	if msg := errorBody(t, res); !strings.Contains(msg, "replica a") {
 		t.Errorf("b's refusal %q does not name replica a", msg)
-	}
-	if res := call(t, http.MethodGet, convURL(b.base, "rec::C1", "/events"), "", ""); res.StatusCode != http.StatusConflict {
-		t.Errorf("events from b: %d, want 409", res.StatusCode)
 	}
 	watch := call(t, http.MethodGet, convURL(a.base, "rec::C1", "/events"), "", "")
 	if watch.StatusCode != 200 {
@@ -129,11 +148,25 @@ func TestOperatorAcrossReplicas(t *testing.T) {
 	if there.State != "running" || there.Replica != "a" {
 		t.Errorf("a shows %+v", there)
 	}
-	if res := call(t, http.MethodPost, convURL(a.base, "rec::C1", "/stop"), "", ""); res.StatusCode != 200 {
-		t.Fatalf("stop from a: %d", res.StatusCode)
+
+	stop := call(t, http.MethodPost, convURL(b.base, "rec::C1", "/stop"), "", "")
+	if stop.StatusCode != 200 || json.NewDecoder(stop.Body).Decode(&act) != nil || !strings.Contains(act.Text, "Stopping the running answer") {
+		t.Fatalf("stop from b: %d %+v", stop.StatusCode, act)
 	}
-	eventually(t, "b lists it idle", func() bool {
-		getJSON(t, convURL(b.base, "rec::C1"), "", &seen)
-		return seen.State == "idle"
+	rest := decodeEvents(t, live.readAll(t))
+	if end := rest[len(rest)-1]; end.Type != "error" || end.Reason != "stopped" {
+		t.Errorf("a's turn ended %+v, want stopped", end)
+	}
+	var detail detailJSON
+	eventually(t, "b shows it idle", func() bool {
+		getJSON(t, convURL(b.base, "rec::C1"), "", &detail)
+		return detail.State == "idle"
 	})
+	if len(detail.Audit) != 2 || detail.Audit[0].Action != "new" || detail.Audit[1].Action != "stop" || detail.Audit[1].By != core.Operator {
+		t.Errorf("audit %+v, want new then stop by %s", detail.Audit, core.Operator)
+	}
+	again := call(t, http.MethodPost, convURL(b.base, "rec::C1", "/stop"), "", "")
+	if again.StatusCode != 200 || json.NewDecoder(again.Body).Decode(&act) != nil || act.Text != "Nothing is running." {
+		t.Errorf("stop of the idle conversation from b: %d %+v", again.StatusCode, act)
+	}
 }

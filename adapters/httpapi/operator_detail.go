@@ -121,24 +121,31 @@ func (s *Server) conversation(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, d)
 }
 
-// stopConversation answers POST /v1/conversations/{key}/stop: /stop.
+// stopConversation answers POST /v1/conversations/{key}/stop: /stop,
+// on whichever replica runs the conversation.
 func (s *Server) stopConversation(w http.ResponseWriter, r *http.Request) {
-	key, l, ok := s.pathKey(w, r)
-	if !ok || !s.here(w, l) {
+	key, _, ok := s.pathKey(w, r)
+	if !ok {
 		return
 	}
-	text := s.opts.Operator.StopConversation(key)
+	text, err := s.opts.Operator.StopConversation(r.Context(), key)
+	if err != nil {
+		s.log.Error("http: /stop", "conversation", key, "err", err)
+		writeError(w, http.StatusServiceUnavailable, "the conversation could not be stopped: "+err.Error())
+		return
+	}
 	s.record(key, "stop", text)
 	writeJSON(w, actionJSON{OK: true, Text: text})
 }
 
-// newConversation answers POST /v1/conversations/{key}/new: /new.
+// newConversation answers POST /v1/conversations/{key}/new: /new, on
+// whichever replica runs the conversation.
 func (s *Server) newConversation(w http.ResponseWriter, r *http.Request) {
-	key, l, ok := s.pathKey(w, r)
-	if !ok || !s.here(w, l) {
+	key, _, ok := s.pathKey(w, r)
+	if !ok {
 		return
 	}
-	text, err := s.opts.Operator.NewSession(key)
+	text, err := s.opts.Operator.NewSession(r.Context(), key)
 	if err != nil {
 		s.log.Error("http: /new", "conversation", key, "err", err)
 		writeError(w, http.StatusServiceUnavailable, "the session could not be forgotten: "+err.Error())
@@ -195,11 +202,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	s.pump(w, r, rc, q, s.log.With("conversation", key, "watch", true), time.Now())
 }
 
-// here refuses, 409, an action on a conversation that another replica
-// runs: it is done on that replica's page.
+// here refuses, 409, to watch a conversation that another replica runs:
+// its answer streams from that replica's page.
 func (s *Server) here(w http.ResponseWriter, l listed) bool {
 	if l.live.State != "idle" && l.live.Replica != "" && l.live.Replica != s.opts.Replica {
-		writeError(w, http.StatusConflict, "this conversation runs on replica "+l.live.Replica+": act on it from that replica's page")
+		writeError(w, http.StatusConflict, "this conversation runs on replica "+l.live.Replica+": watch it from that replica's page")
 		return false
 	}
 	return true
