@@ -61,6 +61,7 @@ func newFleet(t *testing.T, n int) *fleet {
 		}
 		config := fmt.Sprintf(`
 engine: claude-code
+busy: queue # each message a turn of its own, whatever the machine's speed
 log_level: debug
 workspace: %q
 store: etcd://%s/golem
