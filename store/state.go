@@ -47,3 +47,31 @@ func (s *Bolt) Save(key string, value []byte) error {
 	}
 	return nil
 }
+
+// UpdateState implements State: fn runs in one bbolt write transaction.
+func (s *Bolt) UpdateState(key string, fn func(old []byte) ([]byte, bool)) error {
+	if key == "" {
+		return errors.New("store: update state: empty key")
+	}
+	err := s.update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketState)
+		var old []byte
+		if raw := b.Get([]byte(key)); raw != nil {
+			old = bytes.Clone(raw)
+		}
+		value, write := fn(old)
+		switch {
+		case !write:
+			return nil
+		case value == nil:
+			return b.Delete([]byte(key))
+		case len(value) > MaxValue:
+			return fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, len(value), MaxValue)
+		}
+		return b.Put([]byte(key), bytes.Clone(value))
+	})
+	if err != nil {
+		return wrap("update "+key, err)
+	}
+	return nil
+}

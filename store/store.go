@@ -110,6 +110,12 @@ type State interface {
 	// Save stores value under key (the store keeps its own copy); a nil
 	// value removes the key. A value over MaxValue fails with ErrTooLarge.
 	Save(key string, value []byte) error
+	// UpdateState changes key's value atomically: fn gets the value there
+	// (nil when none, its own copy) and returns the new one (nil removes
+	// the key) and whether to write it. A writer that comes between has fn
+	// called again with its value, so fn may run more than once and must
+	// do nothing else. A new value over MaxValue fails with ErrTooLarge.
+	UpdateState(key string, fn func(old []byte) (value []byte, write bool)) error
 }
 
 var _ Store = (*Bolt)(nil)

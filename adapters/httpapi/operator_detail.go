@@ -3,8 +3,6 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/golem-chat/golem/core"
@@ -229,9 +227,10 @@ type auditEntry struct {
 const maxAudit = 50
 
 // auditLog keeps each conversation's operator actions in the store's
-// state, under "operator.audit." and the key, newest last.
+// state, under "operator.audit." and the key, newest last. Each entry is
+// added by one atomic update of the list (store.State.UpdateState), so
+// that replicas adding at once keep each other's.
 type auditLog struct {
-	mu sync.Mutex // one read-and-write at a time here
 	st store.State
 }
 
@@ -239,27 +238,28 @@ func auditKey(key store.Key) string { return "operator.audit." + key.String() }
 
 func (a *auditLog) read(key store.Key) ([]auditEntry, error) {
 	raw, err := a.st.Load(auditKey(key))
-	if err != nil || raw == nil {
+	if err != nil {
 		return []auditEntry{}, err
 	}
+	return decodeAudit(raw), nil
+}
+
+// decodeAudit is the stored list; an absent or unreadable one is empty
+// (shown so, and overwritten by the next entry).
+func decodeAudit(raw []byte) []auditEntry {
 	var out []auditEntry
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return []auditEntry{}, nil // unreadable: shown empty, overwritten by the next
+	if raw == nil || json.Unmarshal(raw, &out) != nil || out == nil {
+		return []auditEntry{}
 	}
-	return out, nil
+	return out
 }
 
 func (a *auditLog) add(key store.Key, e auditEntry) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	have, err := a.read(key)
-	if err != nil {
-		return err
-	}
-	have = append(have, e)
-	have = slices.Clone(have[max(0, len(have)-maxAudit):])
-	raw, _ := json.Marshal(have)
-	return a.st.Save(auditKey(key), raw)
+	return a.st.UpdateState(auditKey(key), func(old []byte) ([]byte, bool) {
+		have := append(decodeAudit(old), e)
+		raw, err := json.Marshal(have[max(0, len(have)-maxAudit):])
+		return raw, err == nil
+	})
 }
 
 // record adds the operator's action to key's audit (and the log).

@@ -272,6 +272,52 @@ func (s *Store) Load(key string) ([]byte, error) {
 	return append([]byte{}, resp.Kvs[0].Value...), nil // empty, not nil, for an empty value
 }
 
+// UpdateState implements store.State: a compare-and-swap on the key's
+// mod revision (0: still absent), read again and retried when another
+// writer came between.
+func (s *Store) UpdateState(key string, fn func(old []byte) ([]byte, bool)) error {
+	if key == "" {
+		return errors.New("store: update state: empty key")
+	}
+	ctx, cancel, err := s.call()
+	if err != nil {
+		return s.fail("update "+key, err)
+	}
+	defer cancel()
+	k := s.prefix + "state/" + key
+	resp, err := s.cli.Get(ctx, k)
+	for range maxRetries {
+		if err != nil {
+			return s.fail("update "+key, err)
+		}
+		var old []byte
+		var rev int64
+		if len(resp.Kvs) > 0 {
+			old, rev = append([]byte{}, resp.Kvs[0].Value...), resp.Kvs[0].ModRevision
+		}
+		value, write := fn(old)
+		if !write {
+			return nil
+		}
+		if len(value) > store.MaxValue {
+			return fmt.Errorf("store: update %s: %w: %d bytes, at most %d", key, store.ErrTooLarge, len(value), store.MaxValue)
+		}
+		op := clientv3.OpPut(k, string(value))
+		if value == nil {
+			op = clientv3.OpDelete(k)
+		}
+		t, err := s.txn(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", rev)}, []clientv3.Op{op}, clientv3.OpGet(k))
+		if err != nil {
+			return s.fail("update "+key, err)
+		}
+		if t.Succeeded {
+			return nil
+		}
+		resp = (*clientv3.GetResponse)(t.Responses[0].GetResponseRange())
+	}
+	return s.fail("update "+key, fmt.Errorf("%d writers came between the read and the write", maxRetries))
+}
+
 // Save implements store.State.
 func (s *Store) Save(key string, value []byte) error {
 	if key == "" {

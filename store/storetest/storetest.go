@@ -42,6 +42,8 @@ func Run(t *testing.T, fresh Fresh) {
 		{"State", testState},
 		{"StateCopies", testStateCopies},
 		{"StateLargeValues", testStateLarge},
+		{"UpdateState", testUpdateState},
+		{"UpdateStateKeepsConcurrentChanges", testUpdateStateConcurrent},
 		{"InvalidArguments", testInvalidArguments},
 		{"Closed", testClosed},
 		{"CloseDuringWrites", testCloseDuringWrites},
