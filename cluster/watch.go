@@ -290,15 +290,17 @@ func (c *Conversations) Forward(ctx context.Context, a core.Action) (core.Action
 	ctx, cancel := context.WithTimeout(ctx, forwardWait)
 	defer cancel()
 	id := mailID()
-	put, err := c.cli.Put(ctx, c.prefix+"click/"+id, string(raw), clientv3.WithLease(sess.Lease()))
-	if err != nil {
-		return core.ActionResult{}, false
-	}
+	// Struck however Forward ends: a put whose answer was lost to ctx may
+	// have been applied all the same.
 	defer func() {
 		dctx, dcancel := context.WithTimeout(c.ctx, time.Second)
 		_, _ = c.cli.Txn(dctx).Then(clientv3.OpDelete(c.prefix+"click/"+id), clientv3.OpDelete(c.prefix+"answer/"+id)).Commit()
 		dcancel()
 	}()
+	put, err := c.cli.Put(ctx, c.prefix+"click/"+id, string(raw), clientv3.WithLease(sess.Lease()))
+	if err != nil {
+		return core.ActionResult{}, false
+	}
 	for resp := range c.cli.Watch(ctx, c.prefix+"answer/"+id, clientv3.WithRev(put.Header.Revision+1), clientv3.WithFilterDelete()) {
 		for _, ev := range resp.Events {
 			var r clickResult
