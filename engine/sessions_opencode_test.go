@@ -1,0 +1,64 @@
+package engine_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/golem-chat/golem/engine"
+	"github.com/golem-chat/golem/engine/anthropictest"
+)
+
+// TestOpenCodeRealSessions: the sessions the real OpenCode CLI recorded
+// (against the fake API) are listed through `opencode session list` for
+// their working directory, with the prompts typed counted from `opencode
+// export`; one of another folder is found by prefix; and the one listed
+// is resumed by the engine's --session.
+func TestOpenCodeRealSessions(t *testing.T) {
+	t.Parallel()
+	c := newRealOpenCode(t)
+	e := c.newEngine(anthropictest.ScenarioText, engine.Config{})
+	if got, err := e.Sessions(c.workdir, 10); err != nil || len(got) != 0 {
+		t.Fatalf("Sessions before any run: %+v, %v; want none", got, err)
+	}
+	first := openCodeDone(t, c.run(t, e, engine.Turn{Prompt: "hello oc\nsecond line"}), 1).SessionID
+	openCodeDone(t, c.run(t, e, engine.Turn{Prompt: "again oc", SessionID: first}), 1)
+	other := openCodeDone(t, c.run(t, e, engine.Turn{Prompt: "elsewhere", Workdir: t.TempDir()}), 1).SessionID
+
+	got, err := e.Sessions(c.workdir, 10)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Sessions: %+v, %v; want the one session of the workdir", got, err)
+	}
+	if s := got[0]; s.ID != first || s.Prompts != 2 || s.FirstPrompt != "hello oc\nsecond line" || s.Workdir != c.workdir || s.Written.IsZero() {
+		t.Errorf("session %+v, want %s in %s with 2 prompts, the first one first", s, first, c.workdir)
+	}
+	if got, _ := e.Sessions(c.workdir, 0); len(got) != 1 || got[0].Prompts != -1 {
+		t.Errorf("Sessions without detail: %+v, want the session uncounted", got)
+	}
+	if got, _ := e.SessionsElsewhere(c.workdir, other[:len(other)-2]); len(got) != 1 || got[0].ID != other || got[0].Workdir == c.workdir || got[0].Workdir == "" {
+		t.Errorf("elsewhere: %+v, want %s with its workdir", got, other)
+	}
+	if got, _ := e.SessionsElsewhere(c.workdir, first); len(got) != 0 {
+		t.Errorf("elsewhere %s: %+v, want none (it is of this workdir)", first, got)
+	}
+	cmd := e.ResumeCommand(c.workdir, first)
+	if !strings.HasPrefix(cmd, "cd "+c.workdir+" && ") || !strings.Contains(cmd, "HOME="+c.home+" ") || !strings.HasSuffix(cmd, " --session "+first) {
+		t.Errorf("ResumeCommand = %q", cmd)
+	}
+
+	// The listed session is the one a run resumes.
+	d := openCodeDone(t, c.run(t, e, engine.Turn{Prompt: "third oc", SessionID: got[0].ID}), 1)
+	if d.SessionID != first {
+		t.Errorf("resuming the listed session ran %s, want %s", d.SessionID, first)
+	}
+	if got, _ := e.Sessions(c.workdir, 10); len(got) != 1 || got[0].Prompts != 3 {
+		t.Errorf("after a third prompt: %+v, want 3 prompts counted afresh", got)
+	}
+}
+
+// TestOpenCodeSessionsNoCLI: without its CLI, listing says so.
+func TestOpenCodeSessionsNoCLI(t *testing.T) {
+	e := engine.NewOpenCode(engine.Config{Command: t.TempDir() + "/opencode"})
+	if _, err := e.Sessions(t.TempDir(), 10); err == nil {
+		t.Error("Sessions without the CLI succeeded")
+	}
+}
