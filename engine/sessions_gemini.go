@@ -119,11 +119,13 @@ func (e *Gemini) Sessions(workdir string, detail int) ([]Session, error) {
 	}
 	slices.SortFunc(files, newestFirst)
 	out := make([]Session, 0, len(files))
+	seen := map[string]bool{}
 	for _, f := range files {
 		id := headValue(f.path, geminiLine) // the file name has 8 of its characters
-		if !looksLikeUUID(id) {
-			continue
+		if !looksLikeUUID(id) || seen[id] {
+			continue // a session may leave an older file behind: the newest is it
 		}
+		seen[id] = true
 		s := Session{ID: id, Workdir: workdir, Written: f.st.ModTime(), Prompts: -1}
 		if len(out) < detail {
 			if sum, err := summarize(f.path, f.st, geminiLine); err == nil {
@@ -143,11 +145,13 @@ func (e *Gemini) SessionsElsewhere(workdir, prefix string) ([]Session, error) {
 	workdir = realDir(workdir)
 	files, dirs := e.geminiFiles()
 	var out []Session
+	seen := map[string]bool{}
 	for i, f := range files {
 		if dirs[i] == workdir || !strings.Contains(filepath.Base(f.path), "-"+prefix[:min(len(prefix), 8)]) {
 			continue
 		}
-		if id := headValue(f.path, geminiLine); looksLikeUUID(id) && strings.HasPrefix(id, prefix) {
+		if id := headValue(f.path, geminiLine); looksLikeUUID(id) && strings.HasPrefix(id, prefix) && !seen[id] {
+			seen[id] = true
 			out = append(out, Session{ID: id, Workdir: dirs[i], Written: f.st.ModTime(), Prompts: -1})
 		}
 	}
