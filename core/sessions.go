@@ -210,7 +210,7 @@ func (d *Dispatcher) resume(m Message, prefix string) (string, error) {
 	if prefix == "" {
 		return "`/resume ID` continues an agent session of this working directory; `/sessions` lists them.", nil
 	}
-	if len(prefix) < minResumePrefix || strings.Trim(strings.ToLower(prefix), "0123456789abcdef-") != "" {
+	if len(prefix) < minResumePrefix || strings.Trim(strings.ToLower(prefix), "0123456789abcdefghijklmnopqrstuvwxyz-_") != "" {
 		return fmt.Sprintf("`%s` is not a session id: give at least %d of its first characters, as `/sessions` shows them.",
 			firstLine(prefix, 40), minResumePrefix), nil
 	}

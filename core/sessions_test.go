@@ -209,3 +209,46 @@ func TestSessionsContinueButton(t *testing.T) {
 		t.Errorf("after the click the turn ran with --resume %q, want %s", id, recordedTwo)
 	}
 }
+
+// idLister is Claude Code (for its runs) whose sessions are listed as
+// given: ids of another CLI's form, such as OpenCode's.
+type idLister struct {
+	*engine.ClaudeCode
+	sessions []engine.Session
+}
+
+func (l idLister) Sessions(string, int) ([]engine.Session, error) { return l.sessions, nil }
+
+func (l idLister) SessionsElsewhere(string, string) ([]engine.Session, error) { return nil, nil }
+
+func (l idLister) ResumeCommand(workdir, id string) string {
+	return "cd " + workdir + " && opencode --session " + id
+}
+
+// TestResumeOpenCodeIDs: ids that are not hex (OpenCode's ses_… ones,
+// mixed case) are resumed by a prefix, and the next run resumes them.
+func TestResumeOpenCodeIDs(t *testing.T) {
+	const older, newer = "ses_dca706badffeeDUWfOqfg1reQx", "ses_dca7047edffeAht8QQwudpghuw"
+	s := newSessionsHarness(t, func(o *core.Options) {
+		l := idLister{ClaudeCode: o.Engines["claude-code"].(*engine.ClaudeCode), sessions: []engine.Session{
+			{ID: newer, Written: time.Now(), Prompts: 1, FirstPrompt: "elsewhere"},
+			{ID: older, Written: time.Now().Add(-time.Minute), Prompts: 2, FirstPrompt: "hello oc"},
+		}}
+		o.Engines["claude-code"] = l
+	})
+	if got := s.ask("alice", "/sessions"); !strings.Contains(got, "• `ses_dca706` · ") || !strings.Contains(got, "• `ses_dca704` · ") {
+		t.Errorf("/sessions: %q, want the short ids told apart", got)
+	}
+	if got := s.ask("alice", "/resume ses_"); !strings.Contains(got, "is the start of 2 sessions") {
+		t.Errorf("/resume ses_: %q, want it ambiguous", got)
+	}
+	if got := s.ask("alice", "/resume ses_dca706"); !strings.Contains(got, "now continues session `ses_dca7`") {
+		t.Fatalf("/resume ses_dca706: %q", got)
+	}
+	s.say("alice", "go on")
+	s.rec.waitText("echo: go on")
+	invs := enginetest.ReadLog(t, s.log)
+	if id, _ := invs[len(invs)-1].Flag("--resume"); id != older {
+		t.Errorf("the next run resumed %q, want %s", id, older)
+	}
+}
