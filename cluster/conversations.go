@@ -187,6 +187,9 @@ func (c *Conversations) Admit(ctx context.Context, key store.Key, m core.Message
 		return err
 	}
 	if err != nil {
+		if o.lease == 0 {
+			c.forget(key, o) // a claim etcd committed all the same is the sweep's (reclaim)
+		}
 		return fmt.Errorf("cluster: put the message in its mailbox: %w", err)
 	}
 	if resp.Succeeded { // claimed: what a dead owner left comes first
@@ -194,8 +197,8 @@ func (c *Conversations) Admit(ctx context.Context, key store.Key, m core.Message
 		dirty := len(resp.Responses[0].GetResponseRange().Kvs) > 0
 		c.takeOver(key, o, dirty, resp.Responses[1].GetResponseRange().Kvs)
 	} else if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 0 || clientv3.LeaseID(kvs[0].Lease) != lease {
-		if o.lease != 0 && (len(kvs) == 0 || clientv3.LeaseID(kvs[0].Lease) != o.lease) {
-			o.lease = 0 // it was let go of, or lost, meanwhile
+		if o.lease == 0 || len(kvs) == 0 || clientv3.LeaseID(kvs[0].Lease) != o.lease {
+			c.forget(key, o) // not owned here: never, or let go of or lost meanwhile
 		}
 		return nil // its owner takes it from the mailbox
 	} else {
@@ -273,6 +276,9 @@ func (c *Conversations) admitStream(ctx context.Context, key store.Key, lease cl
 			Else(clientv3.OpGet(c.ownerKey(key))).
 			Commit()
 		if err != nil {
+			if o.lease == 0 {
+				c.forget(key, o)
+			}
 			o.mu.Unlock()
 			return fmt.Errorf("cluster: claim the conversation: %w", err)
 		}
@@ -287,6 +293,9 @@ func (c *Conversations) admitStream(ctx context.Context, key store.Key, lease cl
 			enqueue(m)
 			o.mu.Unlock()
 			return nil
+		}
+		if o.lease == 0 {
+			c.forget(key, o)
 		}
 		o.mu.Unlock()
 		// Another replica runs it: wait for its owner key to go.

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -266,5 +267,28 @@ func TestLateAnswerOfAClickLeavesNothing(t *testing.T) {
 	}
 	if resp.Count != 0 {
 		t.Fatalf("%d answers of clicks left in etcd", resp.Count)
+	}
+}
+
+// A replica keeps no record of the conversations it only passes messages
+// on to: one per conversation it ever saw would grow without bound, and
+// a record makes the sweep take it for one it knows.
+func TestNoRecordOfConversationsOwnedElsewhere(t *testing.T) {
+	e := etcdtest.Start(t, 1)
+	a, b := joinTest(t, e.Endpoints[0], "a", newHost()), joinTest(t, e.Endpoints[0], "b", newHost())
+	for i := range 3 {
+		key := store.Key{Platform: "rec", Channel: fmt.Sprintf("C%d", i)}
+		m := core.Message{Platform: "rec", Channel: key.Channel, ID: "1", User: "alice", Text: "hi"}
+		if err := a.Admit(context.Background(), key, m, func(core.Message) {}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Admit(context.Background(), key, m, func(core.Message) { t.Error("b ran a message of a's conversation") }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.keys) != 0 {
+		t.Fatalf("b keeps %d records of conversations a owns", len(b.keys))
 	}
 }
