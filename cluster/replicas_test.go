@@ -500,3 +500,26 @@ func TestAStreamWaitsForTheOtherReplicasTurn(t *testing.T) {
 	}
 	f.chat.waitFor(t, 10*time.Second, "the first answer", func(texts []string) bool { return count(texts, "echo: first") == 1 })
 }
+
+// The messages /stop drops are struck from the mailbox: the conversation
+// is let go of once idle, and no replica runs them later.
+func TestStopDropsWaitingMessagesFromTheMailbox(t *testing.T) {
+	f := newFleet(t)
+	a := f.start("a", 5*time.Second)
+	key := store.Key{Platform: "rec", Channel: "C1"}
+	a.d.Handle(context.Background(), msg("C1", 0, "!sleep 30s\nlong"))
+	f.waitRuns(1)
+	a.d.Handle(context.Background(), msg("C1", 1, "queued"))
+	a.d.Handle(context.Background(), msg("C1", 2, "/stop"))
+	f.chat.waitFor(t, 10*time.Second, "the stop's answer", func(texts []string) bool { return count(texts, "waiting messages dropped") == 1 })
+	deadline := time.Now().Add(10 * time.Second)
+	for a.conv.Owner(key) != "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the conversation is still owned by %q after /stop; messages: %q", a.conv.Owner(key), f.chat.texts())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := len(enginetest.ReadLog(t, f.log)); n != 1 {
+		t.Fatalf("%d agent runs, want 1: the dropped message ran", n)
+	}
+}

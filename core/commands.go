@@ -226,8 +226,10 @@ func (d *Dispatcher) stop(key store.Key) string {
 }
 
 // dropStopped ends m, a message that /stop dropped before it ran: it is
-// counted stopped, and a Sink gets its terminal event.
+// struck from its mailbox, counted stopped, and a Sink gets its terminal
+// event.
 func (d *Dispatcher) dropStopped(m Message) {
+	d.taken(KeyFor(m, d.opts.Scope), m) // not to be run by the conversation's next owner
 	end := parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped}
 	d.measure(m, d.engineFor(m), end, nil, time.Time{})
 	if m.Sink != nil {
