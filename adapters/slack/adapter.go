@@ -295,27 +295,75 @@ func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
 // gone from the cluster.
 const AdoptEvery = 10 * time.Second
 
-// listen runs a Socket Mode connection until conn ends, handing what it
-// brings to h under ctx; an error when the tokens are refused.
+// listen runs Socket Mode until conn ends, handing what it brings to h
+// under ctx; an error when the tokens are refused.
 func (a *Adapter) listen(ctx, conn context.Context, h core.Handler) error {
-	sm := socketmode.New(a.client,
-		socketmode.OptionLog(slog.NewLogLogger(a.log.Handler(), slog.LevelDebug)))
-	runErr := make(chan error, 1)
-	go func() { runErr <- sm.RunContext(conn) }()
 	a.adoptGone(ctx, h)
 	adopt := time.NewTicker(AdoptEvery)
 	defer adopt.Stop()
+	backoff := retry.Backoff{First: time.Second, Max: time.Minute, Log: a.log, Method: "apps.connections.open"}
+	for {
+		flapping, err := a.connection(ctx, conn, h, adopt.C)
+		if !flapping {
+			return err
+		}
+		if backoff.Wait(conn, "slack: Slack closes the socket as soon as it opens (an app may hold 10: too_many_websockets?); waiting before the next",
+			"closed at once", nil) != nil {
+			return nil
+		}
+	}
+}
+
+// A socket Slack closes as soon as it opens is given up after
+// flapsBeforeWait such reopenings, each within flapWithin of the last:
+// slack-go reopens it at once, forever (past 10 connections for an app
+// Slack says too_many_websockets, which slack-go does not pass on).
+const (
+	flapWithin      = 2 * time.Second
+	flapsBeforeWait = 3
+)
+
+// connection runs one Socket Mode client until conn ends (nil), the
+// tokens are refused (an error) or Slack keeps closing it as soon as it
+// opens (flapping).
+func (a *Adapter) connection(ctx, conn context.Context, h core.Handler, adopt <-chan time.Time) (flapping bool, err error) {
+	sctx, cancel := context.WithCancel(conn)
+	defer cancel()
+	sm := socketmode.New(a.client,
+		socketmode.OptionLog(slog.NewLogLogger(a.log.Handler(), slog.LevelDebug)))
+	runErr := make(chan error, 1)
+	go func() { runErr <- sm.RunContext(sctx) }()
+	var last time.Time
+	flaps := 0
 	for {
 		select {
 		case ev := <-sm.Events:
+			if ev.Type == socketmode.EventTypeConnected {
+				if !last.IsZero() && time.Since(last) < flapWithin {
+					flaps++
+				} else {
+					flaps = 0
+				}
+				last = time.Now()
+				if flaps >= flapsBeforeWait {
+					cancel()
+					for {
+						select {
+						case <-sm.Events:
+						case <-runErr:
+							return true, nil
+						}
+					}
+				}
+			}
 			a.onSocketEvent(ctx, sm, h, ev)
-		case <-adopt.C:
+		case <-adopt:
 			a.adoptGone(ctx, h)
 		case err := <-runErr:
-			if conn.Err() != nil {
-				return nil
+			if sctx.Err() != nil {
+				return false, nil
 			}
-			return fmt.Errorf("slack: socket mode: %w", err)
+			return false, fmt.Errorf("slack: socket mode: %w", err)
 		}
 	}
 }

@@ -170,3 +170,40 @@ func TestAGoneReplicasJournalIsHandedOn(t *testing.T) {
 		t.Errorf("replica a's journal still holds %s", raw)
 	}
 }
+
+// Past Slack's limit of connections per app (MaxConnections, 10 at Slack)
+// the replica one too many is told too_many_websockets at each try:
+// slack-go would reopen at once, thousands of times a second; the adapter
+// waits longer and longer instead, and connects once a place frees.
+func TestOneConnectionTooManyWaits(t *testing.T) {
+	fake := slacktest.New(slacktest.Options{MaxConnections: 1})
+	defer fake.Close()
+	first, err := New(Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, APIURL: fake.URL, Inbox: core.Inbox{Dir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- first.Start(ctx, make(recorder, 10)) }()
+	if !fake.Wait(10*time.Second, func() bool { return fake.Open() == 1 }) {
+		t.Fatal("the first replica did not connect")
+	}
+	rec := make(recorder, 10)
+	startReplica(t, fake, cluster.NewLocal("second"), rec)
+	time.Sleep(4 * time.Second)
+	if n := fake.Refused(); n == 0 || n > 30 {
+		t.Errorf("the replica one too many tried %d times in 4 s, want a few", n)
+	}
+	t.Logf("refused %d times in 4 s", fake.Refused())
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !fake.Wait(70*time.Second, func() bool { return fake.Open() == 1 && fake.Connects() == 2 }) {
+		t.Fatal("the waiting replica did not connect once a place was free")
+	}
+	deliver(t, fake, slacktest.Event{User: "U1", Channel: "C1", Text: mention + " now"})
+	if m := rec.next(t); m.Text != "now" {
+		t.Fatalf("got %q", m.Text)
+	}
+}
