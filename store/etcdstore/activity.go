@@ -12,14 +12,19 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// ListConversations implements store.Activity: every record under conv/
-// in one range read, by key.
+// ListConversations implements store.Activity: from the mirror of the
+// records' last use (see activityMirror), current through the revision
+// read as it is called; else every record under conv/ in one range read,
+// by key.
 func (s *Store) ListConversations() ([]store.ConversationTime, error) {
 	ctx, cancel, err := s.call()
 	if err != nil {
 		return nil, s.fail("list conversations", err)
 	}
 	defer cancel()
+	if out, ok := s.activity.list(ctx); ok {
+		return out, nil
+	}
 	dir := s.prefix + "conv/"
 	resp, err := s.cli.Get(ctx, dir, clientv3.WithPrefix())
 	if err != nil {

@@ -153,6 +153,8 @@ type Store struct {
 
 	leaseMu sync.Mutex
 	leases  map[time.Duration]seenLease // by ttl; see MarkSeen
+
+	activity *activityMirror // ListConversations's
 }
 
 var _ store.Store = (*Store)(nil)
@@ -192,6 +194,7 @@ func Open(cfg Config) (*Store, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Store{cli: cli, prefix: cfg.Prefix + "/", where: where, timeout: cfg.Timeout, ctx: ctx, cancel: cancel,
 		leases: map[time.Duration]seenLease{}}
+	s.activity = newActivityMirror(s)
 	if err := s.checkSchema(cfg.StartTimeout); err != nil {
 		cancel()
 		_ = cli.Close()
