@@ -32,6 +32,8 @@ type botConfig struct {
 	adapter func(*Adapter)
 	// state, when set, wraps the store the adapter keeps its journal in.
 	state func(core.StateStore) core.StateStore
+	// agentEnv is added to the fake agent's environment.
+	agentEnv map[string]string
 }
 
 // startBot starts golem against fake and waits until its socket is open.
@@ -39,7 +41,7 @@ func startBot(t testing.TB, fake *slacktest.Server, agentLog string, cfg botConf
 	t.Helper()
 	b := &bot{t: t, fake: fake, Bot: bottest.New(t, bottest.Options{
 		DB: cfg.db, AgentLog: agentLog, Scope: cfg.scope, Allow: []string{"slack:U1"}, MaxConcurrent: cfg.maxConcurrent,
-		Tune: cfg.tune,
+		Tune: cfg.tune, AgentEnv: cfg.agentEnv,
 	})}
 	opts := Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, APIURL: fake.URL,
 		Inbox: core.Inbox{Dir: t.TempDir()}, State: b.Store, Logger: b.Log}

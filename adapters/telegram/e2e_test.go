@@ -32,8 +32,10 @@ type stack struct {
 	busy core.Busy
 	// context is the dispatcher's chat context (off when zero).
 	context core.ContextLimits
-	opts    Options
-	bot     *bottest.Bot
+	// agentEnv is added to the fake agent's environment.
+	agentEnv map[string]string
+	opts     Options
+	bot      *bottest.Bot
 }
 
 func newStack(t testing.TB, fake telegramtest.Options) *stack {
@@ -48,7 +50,7 @@ func newStack(t testing.TB, fake telegramtest.Options) *stack {
 func (st *stack) up() *Adapter {
 	t := st.t
 	st.bot = bottest.New(t, bottest.Options{
-		DB: st.db, Workspace: st.dir, AgentLog: st.log, Scope: st.scope, Allow: st.allow, MaxConcurrent: 100,
+		DB: st.db, Workspace: st.dir, AgentLog: st.log, Scope: st.scope, Allow: st.allow, MaxConcurrent: 100, AgentEnv: st.agentEnv,
 		Tune: func(o *core.Options) { o.QueueDepth, o.Context, o.Busy = st.queueDepth, st.context, st.busy },
 	})
 	opts := st.opts

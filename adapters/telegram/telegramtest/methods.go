@@ -27,8 +27,14 @@ func (s *Server) methodLocked(method string, p url.Values) (result any, code int
 			"username": s.opts.BotUsername, "can_join_groups": true,
 		}, 0, ""
 	case "sendMessage":
+		if desc := checkMarkup(p.Get("reply_markup")); desc != "" {
+			return nil, 400, desc
+		}
 		return s.sendMessageLocked(p)
 	case "editMessageText":
+		if desc := checkMarkup(p.Get("reply_markup")); desc != "" {
+			return nil, 400, desc
+		}
 		return s.editMessageLocked(p)
 	case "answerCallbackQuery":
 		if p.Get("callback_query_id") == "" {
@@ -245,4 +251,32 @@ func (s *Server) shownJSON(c *chat, m *Message) map[string]any {
 		out["is_topic_message"] = true
 	}
 	return out
+}
+
+// checkMarkup is Telegram's answer to a reply_markup it refuses: not JSON,
+// or an inline button whose callback_data is empty or over 64 bytes.
+func checkMarkup(markup string) string {
+	if markup == "" {
+		return ""
+	}
+	var m struct {
+		InlineKeyboard [][]struct {
+			Text         string  `json:"text"`
+			CallbackData *string `json:"callback_data"`
+		} `json:"inline_keyboard"`
+	}
+	if json.Unmarshal([]byte(markup), &m) != nil {
+		return "Bad Request: can't parse reply keyboard markup JSON object"
+	}
+	for _, row := range m.InlineKeyboard {
+		for _, b := range row {
+			if b.Text == "" {
+				return "Bad Request: text buttons are unallowed in the inline keyboard"
+			}
+			if b.CallbackData != nil && (len(*b.CallbackData) == 0 || len(*b.CallbackData) > 64) {
+				return "Bad Request: BUTTON_DATA_INVALID"
+			}
+		}
+	}
+	return ""
 }

@@ -533,3 +533,18 @@ func TestSecondLongPollEndsTheFirstWithConflict(t *testing.T) {
 		t.Fatalf("Conflicts() = %d, want 2", n)
 	}
 }
+
+// TestInlineKeyboardChecked: as Telegram, a button's callback_data over 64
+// bytes is refused, one of 64 is taken.
+func TestInlineKeyboardChecked(t *testing.T) {
+	s := New(t, Options{})
+	markup := func(data string) string {
+		return `{"inline_keyboard":[[{"text":"Continue","callback_data":"` + data + `"}]]}`
+	}
+	if a := call(t, s, "sendMessage", url.Values{"chat_id": {"5"}, "text": {"x"}, "reply_markup": {markup(strings.Repeat("d", 65))}}); a.OK || !strings.Contains(a.Description, "BUTTON_DATA_INVALID") {
+		t.Errorf("65 bytes of callback_data: %+v", a)
+	}
+	if a := call(t, s, "sendMessage", url.Values{"chat_id": {"5"}, "text": {"x"}, "reply_markup": {markup(strings.Repeat("d", 64))}}); !a.OK {
+		t.Errorf("64 bytes of callback_data: %+v", a)
+	}
+}
