@@ -57,7 +57,9 @@ type Cluster interface {
 type Host interface {
 	// TakeOver is called when this replica has claimed key from a replica
 	// that died: its turns left in flight are told they were interrupted,
-	// before the mail that waited behind them is delivered.
+	// before the answer of the mail that waited behind them. It does not
+	// wait for the platforms: the notices go on a goroutine of their own,
+	// which the conversation's next turn waits for.
 	TakeOver(key store.Key)
 	// Deliver runs m, a message from key's mailbox, now that this replica
 	// owns its conversation.
@@ -153,6 +155,41 @@ func (d *Dispatcher) Deliver(m Message) { d.accept(m) }
 // TakeOver implements Host: it tells key's turns left in flight by a dead
 // replica that they were interrupted.
 func (d *Dispatcher) TakeOver(key store.Key) {
+	// The Cluster holds key's lock, maybe on a platform's receive path:
+	// the notices are posted off it, and the conversation's next turn
+	// waits for them.
+	done := make(chan struct{})
+	d.mu.Lock()
+	if d.closing.Load() { // the next owner tells them
+		d.mu.Unlock()
+		return
+	}
+	c := d.conversationLocked(key)
+	c.mu.Lock()
+	d.mu.Unlock()
+	prev := c.notices
+	c.notices = done
+	c.mu.Unlock()
+	d.workers.Add(1)
+	go func() {
+		defer d.workers.Done()
+		if prev != nil {
+			<-prev
+		}
+		d.tellInterrupted(key)
+		c.mu.Lock()
+		if c.notices == done {
+			c.notices = nil
+		}
+		c.mu.Unlock()
+		close(done)
+		d.released(key)
+	}()
+}
+
+// tellInterrupted edits the answers of key's turns that a dead replica
+// left in flight to say they were interrupted.
+func (d *Dispatcher) tellInterrupted(key store.Key) {
 	turns, err := d.opts.Store.InFlightTurns()
 	if err != nil {
 		d.log.Error("read interrupted turns", "conversation", key, "err", err)

@@ -43,6 +43,10 @@ type conversation struct {
 	// quiet, when not nil, is closed once nothing runs or waits (see
 	// RunPrompt, which waits for it).
 	quiet chan struct{}
+	// notices, while not nil, is closed once the interrupted notices of a
+	// takeover are posted (Host.TakeOver): the next turn waits for it, so
+	// its answer comes after them.
+	notices <-chan struct{}
 }
 
 type running struct {
@@ -73,7 +77,7 @@ func (c *conversation) working() bool { return c.running != nil || len(c.queue) 
 
 // idle reports whether nothing runs, exits or waits in c: it may be
 // forgotten. Called with c.mu held.
-func (c *conversation) idle() bool { return !c.working() && c.exiting == nil }
+func (c *conversation) idle() bool { return !c.working() && c.exiting == nil && c.notices == nil }
 
 // engine is the running turn's engine, "" when none runs or it is not
 // known yet. Called with c.mu held.

@@ -385,8 +385,11 @@ func (d *Dispatcher) work(c *conversation) {
 		if d.opts.Busy == BusyInterrupt {
 			newer = slices.Clone(c.queue)
 		}
-		gen, prev := c.generation, c.exiting
+		gen, prev, notices := c.generation, c.exiting, c.notices
 		c.mu.Unlock()
+		if notices != nil {
+			<-notices // a takeover's interrupted notices come first
+		}
 		if slices.ContainsFunc(newer, func(n Message) bool { return d.overBudget(n) == "" }) {
 			interrupt() // one past its budget, refused at its turn, stops nothing
 		}
