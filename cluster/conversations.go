@@ -190,6 +190,13 @@ func (c *Conversations) Admit(ctx context.Context, key store.Key, m core.Message
 		if o.lease == 0 {
 			c.forget(key, o) // a claim etcd committed all the same is the sweep's (reclaim)
 		}
+		if c.landed(c.mailDir(key) + id) {
+			// The answer was lost, not the write: the message is in the
+			// mailbox and runs from there (its owner's watch, or the sweep);
+			// telling the person to send it again would run it twice.
+			c.log.Warn("the mailbox's answer was lost but the message is in it", "conversation", key, "err", err)
+			return nil
+		}
 		return fmt.Errorf("cluster: put the message in its mailbox: %w", err)
 	}
 	if resp.Succeeded { // claimed: what a dead owner left comes first
@@ -217,6 +224,14 @@ func (c *Conversations) Admit(ctx context.Context, key store.Key, m core.Message
 	o.delivered[id] = true
 	enqueue(m)
 	return nil
+}
+
+// landed reports whether mail, whose put's answer was lost, is in etcd.
+func (c *Conversations) landed(mail string) bool {
+	ctx, cancel := context.WithTimeout(c.ctx, c.r.TTL())
+	defer cancel()
+	resp, err := c.cli.Get(ctx, mail, clientv3.WithCountOnly())
+	return err == nil && resp.Count > 0
 }
 
 // Seen is the store's dedupe of event ids, which Admit folds into its

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -521,5 +522,31 @@ func TestStopDropsWaitingMessagesFromTheMailbox(t *testing.T) {
 	}
 	if n := len(enginetest.ReadLog(t, f.log)); n != 1 {
 		t.Fatalf("%d agent runs, want 1: the dropped message ran", n)
+	}
+}
+
+// A mailbox transaction etcd applied but whose answer was lost (a timeout
+// on the way back) is not taken for a failure: the message runs once, and
+// the person is not told to send it again (which would run it twice).
+func TestAMailboxWriteWhoseAnswerWasLostRunsOnce(t *testing.T) {
+	f := newFleet(t)
+	var lose atomic.Bool
+	loseAnswer := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if strings.HasSuffix(method, "/Txn") && err == nil && lose.CompareAndSwap(true, false) {
+			return context.DeadlineExceeded
+		}
+		return err
+	}
+	a := f.startWith("a", 2*time.Second, grpc.WithChainUnaryInterceptor(loseAnswer))
+	lose.Store(true)
+	a.d.Handle(context.Background(), msg("C1", 0, "lost answer"))
+	f.chat.waitFor(t, 15*time.Second, "the answer", func(texts []string) bool { return count(texts, "echo: lost answer") == 1 })
+	time.Sleep(500 * time.Millisecond)
+	if texts := f.chat.texts(); count(texts, "could not save") != 0 || count(texts, "echo: lost answer") != 1 {
+		t.Errorf("messages: %q", texts)
+	}
+	if runs := enginetest.ReadLog(t, f.log); len(runs) != 1 {
+		t.Errorf("%d agent runs, want 1", len(runs))
 	}
 }
