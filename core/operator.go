@@ -167,19 +167,24 @@ func (d *Dispatcher) ownerElsewhere(key store.Key) string {
 }
 
 // An operator's action forwarded to another replica is an Action whose
-// Data is "golem:operator-VERB:REPLICA:KEY" (REPLICA query-escaped),
+// Data is "golem:operator-VERB:REPLICA:ARGS" (REPLICA query-escaped;
+// ARGS the key for stop and new, "ID:DECISION:OPTION:KEY" for decide),
 // from Platform "http", User "operator": Act does it only on the replica
 // it names, and never for a click from a platform (HandleAction does not
 // forward it).
 const operatorVerb = "operator-"
 
+// operatorAction is the Action that has replica owner do verb with args.
+func (d *Dispatcher) operatorAction(verb, owner, args string) Action {
+	platform, user, _ := strings.Cut(Operator, ":")
+	return Action{Platform: platform, User: user, UserName: Operator,
+		Data: "golem:" + operatorVerb + verb + ":" + url.QueryEscape(owner) + ":" + args}
+}
+
 // forwardOperator has replica owner do verb ("stop" or "new") to key,
 // through the Cluster's forwarding of clicks, and returns its answer.
 func (d *Dispatcher) forwardOperator(ctx context.Context, verb, owner string, key store.Key) (string, error) {
-	platform, user, _ := strings.Cut(Operator, ":")
-	a := Action{Platform: platform, User: user, UserName: Operator,
-		Data: "golem:" + operatorVerb + verb + ":" + url.QueryEscape(owner) + ":" + key.String()}
-	res, ok := d.opts.Cluster.Forward(ctx, a)
+	res, ok := d.opts.Cluster.Forward(ctx, d.operatorAction(verb, owner, key.String()))
 	if !ok {
 		return "", fmt.Errorf("replica %s, which runs this conversation, did not answer", owner)
 	}
@@ -191,11 +196,24 @@ func (d *Dispatcher) forwardOperator(ctx context.Context, verb, owner string, ke
 
 // actAsOperator does a forwarded operator's action (see operatorVerb)
 // when it names this replica; ok is false otherwise.
-func (d *Dispatcher) actAsOperator(a Action, verb, replica, rawKey string) (ActionResult, bool) {
+func (d *Dispatcher) actAsOperator(a Action, verb, replica, args string) (ActionResult, bool) {
 	platform, user, _ := strings.Cut(Operator, ":")
 	me, err := url.QueryUnescape(replica)
 	if err != nil || d.opts.Cluster == nil || me != d.opts.Cluster.Replica() || a.Platform != platform || a.User != user {
 		return ActionResult{}, false
+	}
+	rawKey := args
+	var id, decision string
+	option := -1
+	if verb == "decide" {
+		parts := strings.SplitN(args, ":", 4)
+		if len(parts) != 4 {
+			return ActionResult{Err: errors.New("a forwarded decision without its arguments")}, true
+		}
+		id, decision, rawKey = parts[0], parts[1], parts[3]
+		if option, err = strconv.Atoi(parts[2]); err != nil {
+			return ActionResult{Err: errors.New("a forwarded decision's option is not a number")}, true
+		}
 	}
 	key, err := store.ParseKey(rawKey)
 	if err != nil {
@@ -208,6 +226,8 @@ func (d *Dispatcher) actAsOperator(a Action, verb, replica, rawKey string) (Acti
 	case "new":
 		text, err := d.newSession(key)
 		return ActionResult{Settled: text, Err: err}, true
+	case "decide":
+		return d.decideHere(key, id, decision, option), true
 	}
 	return ActionResult{Err: errors.New("no such operator's action: " + verb)}, true
 }
@@ -269,8 +289,27 @@ func sortPending(ps []Pending) {
 // "allow_session" or "deny"; option, when 0 or more, picks an
 // AskUserQuestion's option (with allow). The question on the platform is
 // settled with the decision. The result's Err wraps ErrUnknownRequest
-// (no such request waits in key) or ErrDecided.
-func (d *Dispatcher) Decide(key store.Key, id, decision string, option int) ActionResult {
+// (no such request waits in key) or ErrDecided. With a Cluster, a request
+// of a turn on another replica is decided there (see forwardOperator).
+func (d *Dispatcher) Decide(ctx context.Context, key store.Key, id, decision string, option int) ActionResult {
+	res := d.decideHere(key, id, decision, option)
+	if !errors.Is(res.Err, ErrUnknownRequest) {
+		return res
+	}
+	owner := d.ownerElsewhere(key)
+	if owner == "" {
+		return res
+	}
+	fwd, ok := d.opts.Cluster.Forward(ctx, d.operatorAction("decide", owner,
+		id+":"+decision+":"+strconv.Itoa(option)+":"+key.String()))
+	if !ok {
+		return ActionResult{Refusal: "replica " + owner + ", which runs this conversation, did not answer",
+			Err: fmt.Errorf("replica %s did not answer", owner)}
+	}
+	return fwd
+}
+
+func (d *Dispatcher) decideHere(key store.Key, id, decision string, option int) ActionResult {
 	ans := engine.PermissionAnswer{Decision: engine.Decision(decision)}
 	d.approvals.mu.Lock()
 	r := d.approvals.pending[id]

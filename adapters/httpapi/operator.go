@@ -32,7 +32,9 @@ type Operator interface {
 	StopConversation(ctx context.Context, key store.Key) (string, error)
 	NewSession(ctx context.Context, key store.Key) (string, error)
 	Diff(key store.Key) (string, error)
-	Decide(key store.Key, id, decision string, option int) core.ActionResult
+	// Decide decides key's request id as the operator, on the replica
+	// whose turn waits for it.
+	Decide(ctx context.Context, key store.Key, id, decision string, option int) core.ActionResult
 	Watch(key store.Key, sink func(...parser.Event)) (stop func(), ok bool)
 }
 

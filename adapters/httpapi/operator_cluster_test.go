@@ -42,22 +42,22 @@ func (c *sharedChat) Send(_ context.Context, to core.Place, _ string) (core.Mess
 	return core.MessageRef{Channel: to.Channel, Thread: to.Thread, ID: strconv.Itoa(c.next)}, nil
 }
 
-// TestOperatorAcrossReplicas: two replicas on one etcd, each with its
-// operator's API. A turn running on replica a is listed by b's API as
-// running on a; /new and /stop posted to b are done on a (forwarded as a
-// click is), audited as the operator's; /events stays a's to serve (409
-// from b, naming a). A platform's click that dresses as the operator's
-// forwarded action does nothing.
-func TestOperatorAcrossReplicas(t *testing.T) {
+// opReplica is one replica of a test: its Dispatcher, its store and its
+// operator's API.
+type opReplica struct {
+	d    *core.Dispatcher
+	st   *etcdstore.Store
+	base string
+}
+
+// startOperatorReplicas starts replicas of those names on one etcd, with
+// the fake agent, all posting to one chat.
+func startOperatorReplicas(t *testing.T, names ...string) []opReplica {
 	ec := etcdtest.Start(t, 1)
 	dir := t.TempDir()
 	eng := engine.NewClaudeCode(engine.Config{Command: enginetest.Build(t), Env: map[string]string{"FAKE_AGENT_LOG": filepath.Join(dir, "agent.log")}})
 	chat := &sharedChat{}
-	type replica struct {
-		d    *core.Dispatcher
-		base string
-	}
-	start := func(name string) replica {
+	start := func(name string) opReplica {
 		st, err := etcdstore.Open(etcdstore.Config{Endpoints: ec.Endpoints, Prefix: "golem"})
 		if err != nil {
 			t.Fatal(err)
@@ -95,9 +95,24 @@ func TestOperatorAcrossReplicas(t *testing.T) {
 			r.Close()
 			st.Close()
 		})
-		return replica{d: d, base: base}
+		return opReplica{d: d, st: st, base: base}
 	}
-	a, b := start("a"), start("b")
+	var out []opReplica
+	for _, n := range names {
+		out = append(out, start(n))
+	}
+	return out
+}
+
+// TestOperatorAcrossReplicas: two replicas on one etcd, each with its
+// operator's API. A turn running on replica a is listed by b's API as
+// running on a; /new and /stop posted to b are done on a (forwarded as a
+// click is), audited as the operator's; /events stays a's to serve (409
+// from b, naming a). A platform's click that dresses as the operator's
+// forwarded action does nothing.
+func TestOperatorAcrossReplicas(t *testing.T) {
+	rs := startOperatorReplicas(t, "a", "b")
+	a, b := rs[0], rs[1]
 	a.d.Handle(context.Background(), core.Message{Platform: "rec", Channel: "C1", ID: "m0", EventID: "m0", User: "alice", Text: "hello"})
 	eventually(t, "the first turn kept", func() bool {
 		var d conversationJSON
@@ -168,5 +183,47 @@ func TestOperatorAcrossReplicas(t *testing.T) {
 	again := call(t, http.MethodPost, convURL(b.base, "rec::C1", "/stop"), "", "")
 	if again.StatusCode != 200 || json.NewDecoder(again.Body).Decode(&act) != nil || act.Text != "Nothing is running." {
 		t.Errorf("stop of the idle conversation from b: %d %+v", again.StatusCode, act)
+	}
+}
+
+// TestOperatorDecidesOnAnotherReplica: a request of a turn on replica a,
+// allowed through replica b's /v1/permissions by the conversation's key,
+// is decided on a as the operator, and the agent goes on.
+func TestOperatorDecidesOnAnotherReplica(t *testing.T) {
+	rs := startOperatorReplicas(t, "a", "b")
+	a, b := rs[0], rs[1]
+	a.d.Handle(context.Background(), core.Message{Platform: "rec", Channel: "C1", ID: "m1", EventID: "m1", User: "alice",
+		Text: "!ask Write {\"file_path\":\"/w/a.txt\",\"content\":\"x\"}\nwritten"})
+	var d detailJSON
+	eventually(t, "b shows the request waiting on a", func() bool {
+		res := call(t, http.MethodGet, convURL(b.base, "rec::C1"), "", "")
+		return res.StatusCode == 200 && json.NewDecoder(res.Body).Decode(&d) == nil && len(d.Pending) == 1
+	})
+	if p := d.Pending[0]; p.Here || p.Replica != "a" || p.Tool != "Write" {
+		t.Fatalf("b shows %+v, want a's Write", p)
+	}
+	body := `{"conversation":"rec::C1","id":"` + d.Pending[0].ID + `","decision":"allow"}`
+	if unknown := call(t, http.MethodPost, b.base+"/v1/permissions", "", strings.Replace(body, d.Pending[0].ID, "00000000", 1)); unknown.StatusCode != 404 {
+		t.Errorf("an unknown id from b: %d, want 404", unknown.StatusCode)
+	}
+	if ok := call(t, http.MethodPost, b.base+"/v1/permissions", "", body); ok.StatusCode != 200 {
+		t.Fatalf("allow from b: %d %s", ok.StatusCode, errorBody(t, ok))
+	}
+	if again := call(t, http.MethodPost, b.base+"/v1/permissions", "", body); again.StatusCode != 409 {
+		t.Errorf("allowing again from b: %d, want 409", again.StatusCode)
+	}
+	eventually(t, "the agent goes on and the turn ends", func() bool {
+		getJSON(t, convURL(b.base, "rec::C1"), "", &d)
+		return d.State == "idle" && len(d.Turns) == 1
+	})
+	if d.Turns[0].Outcome != "done" {
+		t.Errorf("the turn ended %+v", d.Turns[0])
+	}
+	recs, err := b.st.Approvals(false)
+	if err != nil || len(recs) != 1 || recs[0].DecidedBy != core.Operator || recs[0].Decision != "allow" {
+		t.Errorf("approval records %+v, %v; want one allowed by %s", recs, err, core.Operator)
+	}
+	if len(d.Audit) != 1 || d.Audit[0].Action != "allow" {
+		t.Errorf("audit %+v, want the allow", d.Audit)
 	}
 }

@@ -73,7 +73,7 @@ func (s *Server) permissions(h core.Handler, w http.ResponseWriter, r *http.Requ
 	key, err := store.ParseKey(req.Conversation)
 	byKey := err == nil && s.opts.Operator != nil
 	if byKey { // a conversation's key, as /v1/conversations lists it: any platform's
-		res = s.opts.Operator.Decide(key, req.ID, req.Decision, option)
+		res = s.opts.Operator.Decide(r.Context(), key, req.ID, req.Decision, option)
 		byKey = !errors.Is(res.Err, core.ErrUnknownRequest)
 	}
 	if byKey {
@@ -93,6 +93,8 @@ func (s *Server) permissions(h core.Handler, w http.ResponseWriter, r *http.Requ
 		writeError(w, http.StatusConflict, res.Refusal)
 	case errors.Is(res.Err, core.ErrNotApprover):
 		writeError(w, http.StatusForbidden, res.Refusal)
+	case !errors.Is(res.Err, core.ErrUnknownRequest): // the replica whose turn asked did not answer
+		writeError(w, http.StatusServiceUnavailable, res.Refusal)
 	default:
 		writeError(w, http.StatusNotFound, "no such permission request in this conversation")
 	}

@@ -262,9 +262,10 @@
           r.append(el('div', 'error', e.message));
         }
       };
-      if (!p.here) {
-        choices.append(el('span', 'sub', 'asked on replica ' + (p.replica || 'elsewhere') + ': answer it there'));
-      } else if (p.options && p.options.length) {
+      if (!p.here) { // decided there: the API forwards the answer
+        choices.append(el('span', 'sub', 'asked on replica ' + (p.replica || 'elsewhere') + ' '));
+      }
+      if (p.options && p.options.length) {
         p.options.forEach((label, i) => {
           const b = el('button', null, label);
           b.type = 'button';
