@@ -29,11 +29,18 @@ func newWorld(t testing.TB, fopts discordtest.Options, aopts Options, allow ...s
 // newWorldWith is newWorld with a last say on the dispatcher's options.
 func newWorldWith(t testing.TB, fopts discordtest.Options, aopts Options, tune func(*core.Options), allow ...string) *world {
 	t.Helper()
-	if len(allow) == 0 {
-		allow = []string{"discord:u1"}
+	return newWorldBot(t, fopts, aopts, bottest.Options{Allow: allow, Tune: tune})
+}
+
+// newWorldBot is newWorld with golem's options (Allow: discord:u1 when
+// empty).
+func newWorldBot(t testing.TB, fopts discordtest.Options, aopts Options, bopts bottest.Options) *world {
+	t.Helper()
+	if len(bopts.Allow) == 0 {
+		bopts.Allow = []string{"discord:u1"}
 	}
 	fake := newFake(t, fopts)
-	b := bottest.New(t, bottest.Options{Allow: allow, Tune: tune})
+	b := bottest.New(t, bopts)
 	aopts.Token, aopts.APIURL = fake.Options().BotToken, fake.URL()
 	aopts.Logger = b.Log
 	a, err := New(aopts)
