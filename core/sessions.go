@@ -227,10 +227,9 @@ func (d *Dispatcher) resume(m Message, prefix string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var matches []engine.Session
+	var matches, all []engine.Session
 	if found {
-		all, err := l.Sessions(dir, 0)
-		if err != nil {
+		if all, err = l.Sessions(dir, 0); err != nil {
 			return "", err
 		}
 		for _, s := range all {
@@ -263,11 +262,12 @@ func (d *Dispatcher) resume(m Message, prefix string) (string, error) {
 			prefix, len(matches), strings.Join(ids, ", ")), nil
 	}
 	s := matches[0]
+	short := uniquePrefix(s.ID, all) // OpenCode's ids share their first 8 characters for hours
 	if s.ID == conv.SessionID {
-		return fmt.Sprintf("This conversation already continues session `%s`.", shortSession(s.ID)), nil
+		return fmt.Sprintf("This conversation already continues session `%s`.", short), nil
 	}
 	if !slices.Contains(conv.Sessions, s.ID) && !d.mayTake(m) {
-		return "🔒 Session `" + shortSession(s.ID) + "`: " + errNotYours.Error() + " (`permissions.approvers`). Nothing changed.", nil
+		return "🔒 Session `" + short + "`: " + errNotYours.Error() + " (`permissions.approvers`). Nothing changed.", nil
 	}
 	running := d.bump(key)
 	err = d.opts.Store.UpdateConversation(key, func(c *store.Conversation) bool {
@@ -279,7 +279,7 @@ func (d *Dispatcher) resume(m Message, prefix string) (string, error) {
 		return "", err
 	}
 	d.log.Info("session resumed", "conversation", key, "engine", name, "session", s.ID, "user", m.Platform+":"+m.User)
-	text := fmt.Sprintf("▶️ This conversation now continues session `%s`", shortSession(s.ID))
+	text := fmt.Sprintf("▶️ This conversation now continues session `%s`", short)
 	if s.FirstPrompt != "" {
 		text += " (“" + firstLine(s.FirstPrompt, 60) + "”)"
 	}

@@ -242,7 +242,7 @@ func TestResumeOpenCodeIDs(t *testing.T) {
 	if got := s.ask("alice", "/resume ses_"); !strings.Contains(got, "is the start of 2 sessions") {
 		t.Errorf("/resume ses_: %q, want it ambiguous", got)
 	}
-	if got := s.ask("alice", "/resume ses_dca706"); !strings.Contains(got, "now continues session `ses_dca7`") {
+	if got := s.ask("alice", "/resume ses_dca706"); !strings.Contains(got, "now continues session `ses_dca706`") {
 		t.Fatalf("/resume ses_dca706: %q", got)
 	}
 	s.say("alice", "go on")
