@@ -469,8 +469,8 @@ func (c *Conversations) forget(key store.Key, o *owned) {
 // Fence is the fence of this replica's writes to key's records (see
 // etcdstore.SetFence): its owner key, and this replica's latest lease,
 // the one every conversation it owns is claimed on.
-func (c *Conversations) Fence(key store.Key) (string, clientv3.LeaseID, bool) {
-	return c.ownerKey(key), c.r.Lease(), true
+func (c *Conversations) Fence(key store.Key) (string, string, clientv3.LeaseID, bool) {
+	return c.ownerKey(key), c.r.memberKey(), c.r.Lease(), true
 }
 
 // Owner implements core.Cluster.

@@ -131,9 +131,8 @@ func (e *Etcd) join(ctx context.Context) (*membership, error) {
 		return nil, err
 	}
 	// Its name stays (see Gone); its member key lives with the lease.
-	esc := url.PathEscape(e.name)
-	if _, err := e.cli.Txn(ctx).Then(clientv3.OpPut(e.prefix+"names/"+esc, ""),
-		clientv3.OpPut(e.prefix+"member/"+esc, fmt.Sprintf("%x", lease.ID), clientv3.WithLease(lease.ID))).Commit(); err != nil {
+	if _, err := e.cli.Txn(ctx).Then(clientv3.OpPut(e.prefix+"names/"+url.PathEscape(e.name), ""),
+		clientv3.OpPut(e.memberKey(), fmt.Sprintf("%x", lease.ID), clientv3.WithLease(lease.ID))).Commit(); err != nil {
 		stopKeep()
 		return nil, err
 	}
@@ -276,6 +275,9 @@ func (e *Etcd) Lead(ctx context.Context, role string, fn func(ctx context.Contex
 		}
 	}
 }
+
+// memberKey lives with the replica's current lease: its membership.
+func (e *Etcd) memberKey() string { return e.prefix + "member/" + url.PathEscape(e.name) }
 
 // Gone names the replicas that joined once under this prefix and are not
 // members now: dead, stopped, or cut off from etcd. What they kept for

@@ -25,10 +25,12 @@
 //
 // A replica fences the writes to a conversation's records (its session and
 // settings, its turns in flight) with the conversation's owner key (see
-// SetFence and package cluster): a write commits only while no replica
-// owns the conversation or this replica's lease does, so the late writes
-// of a replica that lost its lease while cut off from etcd are refused
-// with store.ErrFenced, never applied over its successor's.
+// SetFence and package cluster): a write commits only while this
+// replica's lease owns the conversation, or no replica does and this one
+// is still in the cluster, so the late writes of a replica that lost its
+// lease while cut off from etcd are refused with store.ErrFenced, never
+// applied over its successor's nor under the nose of the one about to
+// take the conversation over.
 package etcdstore
 
 import (
@@ -291,9 +293,10 @@ func (s *Store) fail(op string, err error) error {
 	return fmt.Errorf("store: %s: %w", op, err)
 }
 
-// Fence tells the owner key of a conversation and the lease this replica
-// writes its records under; ok false writes unfenced.
-type Fence func(key store.Key) (ownerKey string, lease clientv3.LeaseID, ok bool)
+// Fence tells the owner key of a conversation, a key that lives with this
+// replica's membership (memberKey) and the lease this replica writes its
+// records under; ok false writes unfenced.
+type Fence func(key store.Key) (ownerKey, memberKey string, lease clientv3.LeaseID, ok bool)
 
 // SetFence fences the writes to conversations' records from now on.
 func (s *Store) SetFence(f Fence) {
@@ -309,9 +312,11 @@ func (s *Store) txn(ctx context.Context, cmps []clientv3.Cmp, ops []clientv3.Op,
 }
 
 // keyTxn is txn for a write to key's records, fenced: it commits only
-// while this replica's lease owns key, or no replica does. A write that
-// another replica's ownership refused fails with store.ErrFenced; one
-// that cmps refused returns els's responses, as txn does.
+// while this replica's lease owns key, or no replica does and this one is
+// still in the cluster (its membership's key lives on the lease). A write
+// that another replica's ownership, or the end of this one's membership,
+// refused fails with store.ErrFenced; one that cmps refused returns els's
+// responses, as txn does.
 func (s *Store) keyTxn(ctx context.Context, key store.Key, cmps []clientv3.Cmp, ops []clientv3.Op, els ...clientv3.Op) (*clientv3.TxnResponse, error) {
 	s.fenceMu.RLock()
 	f := s.fence
@@ -319,25 +324,27 @@ func (s *Store) keyTxn(ctx context.Context, key store.Key, cmps []clientv3.Cmp, 
 	if f == nil {
 		return s.txn(ctx, cmps, ops, els...)
 	}
-	owner, lease, ok := f(key)
+	owner, member, lease, ok := f(key)
 	if !ok {
 		return s.txn(ctx, cmps, ops, els...)
 	}
-	guards := []clientv3.Cmp{clientv3.Compare(clientv3.LeaseValue(owner), "=", lease), // owned here
-		clientv3.Compare(clientv3.CreateRevision(owner), "=", 0)} // owned by none
-	for _, g := range guards {
-		all := append(append([]clientv3.Cmp(nil), cmps...), g)
-		resp, err := s.cli.Txn(ctx).If(all...).Then(ops...).Else(append(els[:len(els):len(els)], clientv3.OpGet(owner))...).Commit()
+	guards := [][]clientv3.Cmp{{clientv3.Compare(clientv3.LeaseValue(owner), "=", lease)}, // owned here
+		{clientv3.Compare(clientv3.CreateRevision(owner), "=", 0), clientv3.Compare(clientv3.LeaseValue(member), "=", lease)}} // owned by none, and a member
+	for i, g := range guards {
+		all := append(append([]clientv3.Cmp(nil), cmps...), g...)
+		resp, err := s.cli.Txn(ctx).If(all...).Then(ops...).Else(append(els[:len(els):len(els)], clientv3.OpGet(owner), clientv3.OpGet(member))...).Commit()
 		if err != nil || resp.Succeeded {
 			return resp, err
 		}
-		got := resp.Responses[len(resp.Responses)-1].GetResponseRange().Kvs
-		resp.Responses = resp.Responses[:len(resp.Responses)-1]
+		n := len(resp.Responses)
+		got, me := resp.Responses[n-2].GetResponseRange().Kvs, resp.Responses[n-1].GetResponseRange().Kvs
+		resp.Responses = resp.Responses[:n-2]
+		stillMember := len(me) > 0 && clientv3.LeaseID(me[0].Lease) == lease
 		switch {
-		case len(got) > 0 && clientv3.LeaseID(got[0].Lease) == lease, len(got) == 0 && g == guards[1]:
+		case len(got) > 0 && clientv3.LeaseID(got[0].Lease) == lease, len(got) == 0 && i == 1 && stillMember:
 			return resp, nil // the fence held: cmps refused it
-		case len(got) > 0:
-			return nil, store.ErrFenced
+		case len(got) > 0, len(got) == 0 && i == 1:
+			return nil, store.ErrFenced // another owner, or no longer a member
 		}
 		// owned by none: try the second guard
 	}
