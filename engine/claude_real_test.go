@@ -73,7 +73,7 @@ func (c *realClaude) run(t *testing.T, e *engine.ClaudeCode, turn engine.Turn) [
 // realRun runs one turn of a real CLI to its end and returns all its
 // events. It fails the test if the events channel is not closed within
 // realRunTimeout, or if the run's events break the one-terminal-event rule.
-func realRun(t *testing.T, e engine.Engine, turn engine.Turn) []parser.Event {
+func realRun(t testing.TB, e engine.Engine, turn engine.Turn) []parser.Event {
 	t.Helper()
 	if turn.Mode == "" {
 		turn.Mode = engine.ModeBypass // the approval tests name their modes

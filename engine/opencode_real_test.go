@@ -25,7 +25,7 @@ type realOpenCode struct {
 	workdir string
 }
 
-func newRealOpenCode(t *testing.T) *realOpenCode {
+func newRealOpenCode(t testing.TB) *realOpenCode {
 	t.Helper()
 	return &realOpenCode{bin: anthropictest.OpenCodeBin(t), srv: anthropictest.NewServer(t), home: t.TempDir(), workdir: t.TempDir()}
 }
@@ -36,7 +36,7 @@ func (c *realOpenCode) newEngine(scenario string, cfg engine.Config) *engine.Ope
 	return engine.NewOpenCode(cfg)
 }
 
-func (c *realOpenCode) run(t *testing.T, e *engine.OpenCode, turn engine.Turn) []parser.Event {
+func (c *realOpenCode) run(t testing.TB, e *engine.OpenCode, turn engine.Turn) []parser.Event {
 	t.Helper()
 	if turn.Workdir == "" {
 		turn.Workdir = c.workdir

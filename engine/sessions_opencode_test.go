@@ -62,3 +62,22 @@ func TestOpenCodeSessionsNoCLI(t *testing.T) {
 		t.Error("Sessions without the CLI succeeded")
 	}
 }
+
+// BenchmarkOpenCodeRealSessions: one /sessions of OpenCode once its
+// sessions' prompts are cached, which is one start of the real CLI
+// (`opencode session list`).
+func BenchmarkOpenCodeRealSessions(b *testing.B) {
+	c := newRealOpenCode(b)
+	e := c.newEngine(anthropictest.ScenarioText, engine.Config{})
+	for _, p := range []string{"one", "two"} {
+		c.run(b, e, engine.Turn{Prompt: p})
+	}
+	if got, err := e.Sessions(c.workdir, 10); err != nil || len(got) != 2 || got[0].Prompts != 1 {
+		b.Fatalf("Sessions: %+v, %v", got, err)
+	}
+	for b.Loop() {
+		if _, err := e.Sessions(c.workdir, 10); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
