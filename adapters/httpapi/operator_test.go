@@ -304,9 +304,9 @@ func TestOperatorAllowsByKey(t *testing.T) {
 	res := postChat(t, base, `{"conversation":"ask1","text":"!ask Bash {\"command\":\"ls\"}\nran it"}`)
 	chat := newSSEReader(res.Body)
 	var d detailJSON
-	eventually(t, "the request is pending", func() bool {
+	eventually(t, "the request is pending", func() bool { // state and pending are read one after the other
 		res := call(t, http.MethodGet, convURL(base, "http::ask1"), "", "")
-		return res.StatusCode == 200 && json.NewDecoder(res.Body).Decode(&d) == nil && len(d.Pending) == 1
+		return res.StatusCode == 200 && json.NewDecoder(res.Body).Decode(&d) == nil && len(d.Pending) == 1 && d.State == "waiting"
 	})
 	if d.State != "waiting" || d.Pending[0].Tool != "Bash" || !d.Pending[0].Here {
 		t.Errorf("detail %+v, want waiting for Bash", d)
