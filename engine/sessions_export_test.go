@@ -7,3 +7,11 @@ func ForgetSummaries() {
 	summaries.m = map[string]summary{}
 	summaries.mu.Unlock()
 }
+
+// SetOpenCodeOutputMax sets the most of the OpenCode CLI's output a
+// listing takes in until the test ends.
+func SetOpenCodeOutputMax(t interface{ Cleanup(func()) }, n int) {
+	old := openCodeOutputMax
+	openCodeOutputMax = n
+	t.Cleanup(func() { openCodeOutputMax = old })
+}

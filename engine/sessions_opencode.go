@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -50,8 +51,14 @@ type openCodeCount struct {
 	first   string
 }
 
+// openCodeOutputMax is the most of a CLI's output a listing takes in: an
+// export of a session past it (tool results of big files) is stopped and
+// the session's prompts are not counted.
+var openCodeOutputMax = 64 << 20
+
 // openCodeCLI runs the OpenCode CLI with args in workdir, with the
-// environment of the engine's runs, and returns its stdout.
+// environment of the engine's runs, and returns its stdout; one longer
+// than openCodeOutputMax stops it with an error.
 func (e *OpenCode) openCodeCLI(workdir string, args ...string) ([]byte, error) {
 	path, err := e.cli.lookup()
 	if err != nil {
@@ -64,12 +71,34 @@ func (e *OpenCode) openCodeCLI(workdir string, args ...string) ([]byte, error) {
 	// It takes its directory (and so its project) from $PWD.
 	cmd.Env = append(agentEnv(openCodeSpec, e.cli.cfg, "", nil), "PWD="+workdir)
 	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out := &cappedBuffer{max: openCodeOutputMax, stop: cancel}
+	cmd.Stdout, cmd.Stderr = out, &stderr
+	err = cmd.Run()
+	if out.over {
+		return nil, fmt.Errorf("opencode %s: stopped: its output is over %d bytes", strings.Join(args, " "), openCodeOutputMax)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("opencode %s: %w: %s", strings.Join(args, " "), err, firstLine(stderr.String()))
 	}
-	return out, nil
+	return out.buf.Bytes(), nil
+}
+
+// cappedBuffer keeps what is written to it up to max bytes; past that it
+// calls stop and refuses more.
+type cappedBuffer struct {
+	buf  bytes.Buffer // not embedded: io.Copy would write through its ReadFrom
+	max  int
+	over bool
+	stop func()
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	if c.over || c.buf.Len()+len(p) > c.max {
+		c.over = true
+		c.stop()
+		return 0, errors.New("output too long")
+	}
+	return c.buf.Write(p)
 }
 
 func firstLine(s string) string {

@@ -81,3 +81,17 @@ func BenchmarkOpenCodeRealSessions(b *testing.B) {
 		}
 	}
 }
+
+// TestOpenCodeRealSessionsHugeExport: a session whose export is past the
+// most golem takes in is listed uncounted; the CLI is stopped, not read
+// to its end. (Not parallel: it sets a limit of the package.)
+func TestOpenCodeRealSessionsHugeExport(t *testing.T) {
+	c := newRealOpenCode(t)
+	e := c.newEngine(anthropictest.ScenarioText, engine.Config{})
+	id := openCodeDone(t, c.run(t, e, engine.Turn{Prompt: "hello big"}), 1).SessionID
+	engine.SetOpenCodeOutputMax(t, 2000) // the listing of one session fits, its export does not
+	got, err := e.Sessions(c.workdir, 10)
+	if err != nil || len(got) != 1 || got[0].ID != id || got[0].Prompts != -1 || got[0].FirstPrompt != "" {
+		t.Errorf("Sessions: %+v, %v; want %s listed, its prompts not counted", got, err, id)
+	}
+}
