@@ -47,7 +47,7 @@ func (d *Dispatcher) sessionLister(m Message, conv store.Conversation) (string, 
 	name := d.settings(m, conv).engine
 	l, ok := d.opts.Engines[name].(engine.SessionLister)
 	if !ok {
-		return name, nil, fmt.Sprintf("golem cannot list the sessions of **%s**: its CLI keeps none where golem can read them. "+
+		return name, nil, fmt.Sprintf("golem cannot list the sessions of **%s**: it does not read that CLI's sessions. "+
 			"The README says which engines it can.", name)
 	}
 	return name, l, ""

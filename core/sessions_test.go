@@ -252,3 +252,22 @@ func TestResumeOpenCodeIDs(t *testing.T) {
 		t.Errorf("the next run resumed %q, want %s", id, older)
 	}
 }
+
+// TestSessionsCursorNotSupported: golem reads no sessions of Cursor's
+// CLI, and /sessions, /resume and /session say so and change nothing.
+func TestSessionsCursorNotSupported(t *testing.T) {
+	h := newHarness(t, core.Limits{MaxLen: 4000}, func(o *core.Options) {
+		o.Engines = map[string]engine.Engine{"cursor": engine.NewCursor(engine.Config{Command: enginetest.Build(t)})}
+		o.DefaultEngine = "cursor"
+	})
+	s := &sessionsHarness{harness: h}
+	for _, cmd := range []string{"/sessions", "/resume db2e0271", "/session"} {
+		if got := s.ask("alice", cmd); !strings.Contains(got, "golem cannot list the sessions of **cursor**") {
+			t.Errorf("%s: %q", cmd, got)
+		}
+	}
+	conv, err := h.store.Conversation(core.KeyFor(core.Message{Platform: "rec", Channel: "C1"}, h.opts.Scope))
+	if err != nil || conv.SessionID != "" {
+		t.Errorf("the conversation's session is %q (%v), want none", conv.SessionID, err)
+	}
+}
