@@ -1,6 +1,8 @@
 package engine_test
 
 import (
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -93,5 +95,38 @@ func TestOpenCodeRealSessionsHugeExport(t *testing.T) {
 	got, err := e.Sessions(c.workdir, 10)
 	if err != nil || len(got) != 1 || got[0].ID != id || got[0].Prompts != -1 || got[0].FirstPrompt != "" {
 		t.Errorf("Sessions: %+v, %v; want %s listed, its prompts not counted", got, err, id)
+	}
+}
+
+// TestOpenCodeRealSessionsGitProject: in a git repository OpenCode lists
+// the sessions of its project, which its worktrees share: each folder
+// gets its own, a prefix of the other's is found as another folder's, and
+// a session outside the repository is not seen from it.
+func TestOpenCodeRealSessionsGitProject(t *testing.T) {
+	t.Parallel()
+	c := newRealOpenCode(t)
+	e := c.newEngine(anthropictest.ScenarioText, engine.Config{})
+	repo, wt := c.workdir, filepath.Join(t.TempDir(), "wt")
+	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.email=g@example.com", "-c", "user.name=g", "commit", "-q", "--allow-empty", "-m", "start"}, {"worktree", "add", "-q", wt}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	inRepo := openCodeDone(t, c.run(t, e, engine.Turn{Prompt: "in the repo", Workdir: repo}), 1).SessionID
+	inWT := openCodeDone(t, c.run(t, e, engine.Turn{Prompt: "in the worktree", Workdir: wt}), 1).SessionID
+	outside := openCodeDone(t, c.run(t, e, engine.Turn{Prompt: "outside", Workdir: t.TempDir()}), 1).SessionID
+
+	for _, tc := range []struct{ dir, own, other string }{{repo, inRepo, inWT}, {wt, inWT, inRepo}} {
+		if got, err := e.Sessions(tc.dir, 0); err != nil || len(got) != 1 || got[0].ID != tc.own {
+			t.Errorf("Sessions(%s): %+v, %v; want only %s", tc.dir, got, err, tc.own)
+		}
+		if got, _ := e.SessionsElsewhere(tc.dir, tc.other); len(got) != 1 || got[0].Workdir == tc.dir {
+			t.Errorf("SessionsElsewhere(%s, %s): %+v, want it of the other folder", tc.dir, tc.other, got)
+		}
+	}
+	if got, _ := e.SessionsElsewhere(repo, outside); len(got) != 0 {
+		t.Errorf("from the repository a session outside it is seen: %+v", got)
 	}
 }
