@@ -92,7 +92,9 @@ func TestOperatorAPI(t *testing.T) {
 
 	res := postChat(t, base, `{"conversation":"run1","text":"!text 30\n!hang"}`)
 	chat := newSSEReader(res.Body)
-	if first, err := chat.next(); err != nil || !strings.Contains(first, `"text"`) {
+	first, err := chat.next()
+	var firstEv wireEvent
+	if err != nil || json.Unmarshal([]byte(first), &firstEv) != nil || firstEv.Type != "text" {
 		t.Fatalf("first event %q, %v", first, err)
 	}
 
@@ -135,13 +137,24 @@ func TestOperatorAPI(t *testing.T) {
 		t.Errorf("the detail shows the message's text: %s", b)
 	}
 
-	// Joining the running answer: the text so far comes first.
+	// Joining the running answer: the text so far comes first (once the
+	// agent has said its 30 characters, as the chat's stream shows).
+	for said := len(firstEv.Content); said < 30; {
+		next, err := chat.next()
+		var ev wireEvent
+		if err != nil || json.Unmarshal([]byte(next), &ev) != nil {
+			t.Fatalf("the chat's stream: %q, %v", next, err)
+		}
+		if ev.Type == "text" {
+			said += len(ev.Content)
+		}
+	}
 	watch := call(t, http.MethodGet, convURL(base, "http::run1", "/events"), "", "")
 	if watch.StatusCode != 200 || watch.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("events: %d %s", watch.StatusCode, watch.Header.Get("Content-Type"))
 	}
 	live := newSSEReader(watch.Body)
-	first, err := live.next()
+	first, err = live.next()
 	var ev wireEvent
 	if err != nil || json.Unmarshal([]byte(first), &ev) != nil || ev.Type != "text" || len(ev.Content) < 30 {
 		t.Fatalf("the first event of a joined answer %q, %v; want its text so far", first, err)
