@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -127,6 +128,8 @@ type fleet struct {
 	workspace string
 	log       string
 	eng       engine.Engine
+	// busy is the busy mode of the replicas started next (default queue).
+	busy core.Busy
 	// maxConcurrent is the max_concurrent of the replicas started next (0:
 	// the default).
 	maxConcurrent int
@@ -162,7 +165,7 @@ func (f *fleet) startWith(name string, ttl time.Duration, opts ...grpc.DialOptio
 	d, err := core.NewDispatcher(core.Options{
 		Engines: map[string]engine.Engine{"claude-code": f.eng}, DefaultEngine: "claude-code",
 		Workspace: f.workspace, Allow: []string{"rec:*"}, Timeout: time.Minute, Store: st, Cluster: conv,
-		Busy: core.BusyQueue, QueueDepth: 50, MaxConcurrent: f.maxConcurrent,
+		Busy: cmp.Or(f.busy, core.BusyQueue), QueueDepth: 50, MaxConcurrent: f.maxConcurrent,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -548,5 +551,26 @@ func TestAMailboxWriteWhoseAnswerWasLostRunsOnce(t *testing.T) {
 	}
 	if runs := enginetest.ReadLog(t, f.log); len(runs) != 1 {
 		t.Errorf("%d agent runs, want 1", len(runs))
+	}
+}
+
+// A message steered into a running turn (acknowledged in the chat) whose
+// replica is cut off before the agent read it is not lost: it stays in
+// the mailbox and the next owner runs it as a turn of its own.
+func TestASteeredMessageOutlivesItsReplica(t *testing.T) {
+	f := newFleet(t)
+	f.busy = core.BusySteer
+	const ttl = 2 * time.Second
+	a := f.start("a", ttl)
+	f.start("b", ttl)
+	a.d.Handle(context.Background(), msg("C1", 0, "!text 10\n!hang"))
+	f.waitRuns(1)
+	f.chat.waitFor(t, 10*time.Second, "the running answer", func(texts []string) bool { return len(texts) > 0 })
+	a.d.Handle(context.Background(), msg("C1", 1, "steered in"))
+	time.Sleep(300 * time.Millisecond) // written to the agent, which is not reading
+	a.proxy.Cut()
+	f.chat.waitFor(t, ttl+15*time.Second, "the steered message run by b", func(texts []string) bool { return count(texts, "echo: steered in") == 1 })
+	if runs := enginetest.ReadLog(t, f.log); len(runs) != 2 || !strings.Contains(runs[1].Prompt, "steered in") {
+		t.Fatalf("agent runs %d, the second %q", len(runs), runs[len(runs)-1].Prompt)
 	}
 }

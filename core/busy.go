@@ -219,6 +219,7 @@ func (d *Dispatcher) steerLoop(c *conversation, s *steering, log *slog.Logger) {
 
 		if refusal := d.overBudget(m); refusal != "" { // read here, off the receive path
 			d.answer(m, refusal, true)
+			d.taken(c.key, m)
 			continue
 		}
 		text, files := s.message(&m, log)
@@ -281,6 +282,7 @@ func (d *Dispatcher) putBack(c *conversation, msgs []Message) {
 	}
 	for _, m := range over {
 		d.answer(m, notDeliveredFull, true) // a stream gets it as its terminal event
+		d.taken(c.key, m)
 	}
 }
 
@@ -295,12 +297,23 @@ const (
 // that its agent had not read when its run ended with terminal: stopped
 // by /stop, they are told so; otherwise (a timeout, a crash, busy:
 // interrupt) each gets a turn of its own (putBack). Never silence: each
-// was acknowledged in the chat as added to the answer.
+// was acknowledged in the chat as added to the answer. A turn stopped
+// because the replica left the cluster leaves them in their mailbox, for
+// the conversation's next owner.
 func (d *Dispatcher) notTaken(ctx context.Context, c *conversation, msgs []Message, terminal parser.Event) {
+	c.mu.Lock()
+	givenUp := c.running != nil && c.running.givenUp
+	c.mu.Unlock()
+	if givenUp { // the replica left the cluster: they wait in their mailbox for the next owner
+		d.log.Warn("replica lost its membership: steered messages the agent had not read left to the next owner",
+			"conversation", c.key, "messages", len(msgs))
+		return
+	}
 	if terminal.Type == parser.Error && terminal.Reason == parser.Stopped && !errors.Is(context.Cause(ctx), errSuperseded) && !d.closing.Load() {
 		for _, m := range msgs {
 			if m.Sink != nil { // told "noted", its stream has ended: counted, nothing more to send
 				d.measure(m, d.engineFor(m), parser.Event{Type: parser.Error, Message: "stopped", Reason: parser.Stopped}, nil, time.Time{})
+				d.taken(c.key, m)
 				continue
 			}
 			d.dropStopped(m)
@@ -313,6 +326,7 @@ func (d *Dispatcher) notTaken(ctx context.Context, c *conversation, msgs []Messa
 		if m.Sink != nil { // told "noted", its stream has ended: nowhere to answer
 			d.log.Warn("a message steered in from a stream was not read by the agent before the answer ended",
 				"platform", m.Platform, "conversation", c.key.String())
+			d.taken(c.key, m)
 			continue
 		}
 		own = append(own, m)

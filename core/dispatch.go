@@ -326,8 +326,7 @@ func (d *Dispatcher) accept(m Message) {
 	if busy {
 		var steered bool
 		if steered, tellQueued = d.busy(c, m); steered {
-			c.mu.Unlock()
-			d.taken(key, m)
+			c.mu.Unlock() // its mail stays until the turn has read it, or it has a turn of its own
 			return
 		}
 	}

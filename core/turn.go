@@ -250,7 +250,11 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	}
 	<-run.Exited()
 	// Now what the agent had not read of the steered messages is known.
-	if n := min(run.Untaken(), len(steered)); n > 0 {
+	n := min(run.Untaken(), len(steered))
+	for _, m := range steered[:len(steered)-n] { // read: done with their mailbox
+		d.taken(c.key, m)
+	}
+	if n > 0 {
 		log.Info("steered messages the agent had not read", "messages", n)
 		d.notTaken(ctx, c, steered[len(steered)-n:], terminal)
 	}
