@@ -298,6 +298,9 @@ func (d *Dispatcher) Decide(ctx context.Context, key store.Key, id, decision str
 	}
 	owner := d.ownerElsewhere(key)
 	if owner == "" {
+		if d.opts.Cluster != nil && d.decidedElsewhere(key, id) {
+			return ActionResult{Refusal: refusal(ErrDecided), Err: ErrDecided}
+		}
 		return res
 	}
 	fwd, ok := d.opts.Cluster.Forward(ctx, d.operatorAction("decide", owner,
@@ -307,6 +310,21 @@ func (d *Dispatcher) Decide(ctx context.Context, key store.Key, id, decision str
 			Err: fmt.Errorf("replica %s did not answer", owner)}
 	}
 	return fwd
+}
+
+// decidedElsewhere reports whether the store records key's request id as
+// decided: by another replica, whose turn may have ended since.
+func (d *Dispatcher) decidedElsewhere(key store.Key, id string) bool {
+	recs, err := d.opts.Store.Approvals(false)
+	if err != nil {
+		return false
+	}
+	for _, r := range recs {
+		if r.ID == id && r.Key == key && r.Decision != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *Dispatcher) decideHere(key store.Key, id, decision string, option int) ActionResult {
