@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,31 +14,8 @@ import (
 	"github.com/golem-chat/golem/internal/clustertest"
 	"github.com/golem-chat/golem/internal/etcdtest"
 	"github.com/golem-chat/golem/internal/nettest"
+	"github.com/golem-chat/golem/internal/statetest"
 )
-
-// memState is a core.StateStore the replicas of a test share, as they
-// share the etcd store.
-type memState struct {
-	mu sync.Mutex
-	m  map[string][]byte
-}
-
-func (s *memState) Load(key string) ([]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.m[key], nil
-}
-
-func (s *memState) Save(key string, v []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if v == nil {
-		delete(s.m, key)
-	} else {
-		s.m[key] = v
-	}
-	return nil
-}
 
 // One replica holds the gateway; when it is cut off from etcd, another
 // takes over and RESUMEs the same gateway session, so the messages Discord
@@ -51,7 +27,7 @@ func TestReplicasHandTheGatewayOver(t *testing.T) {
 	ra := clustertest.Join(t, proxy.Addr, "a", ttl)
 	rb := clustertest.Join(t, etcd.Endpoints[0], "b", ttl)
 	fake := newFake(t, discordtest.Options{})
-	state := &memState{m: map[string][]byte{}}
+	state := &statetest.State{}
 	recA, recB := make(recorder, 16), make(recorder, 16)
 	startReplica := func(r *cluster.Etcd, rec recorder) {
 		a := newAdapter(t, fake, Options{State: state, JournalKey: "discord.pending/" + r.Name(), Replica: r})
@@ -132,7 +108,10 @@ func TestANewLeaderHandsOnAGoneReplicasJournal(t *testing.T) {
 	left, _ := json.Marshal(discordgo.Message{ID: "1180000000000000001", ChannelID: "c1", GuildID: "g1",
 		Author: &discordgo.User{ID: "u1", Username: "u1"}, Content: "<@" + bot + "> left behind", Mentions: []*discordgo.User{{ID: bot}}})
 	journal, _ := json.Marshal([]json.RawMessage{left})
-	state := &memState{m: map[string][]byte{"discord.pending/a": journal}}
+	state := &statetest.State{}
+	if err := state.Save("discord.pending/a", journal); err != nil {
+		t.Fatal(err)
+	}
 
 	rb := clustertest.Join(t, etcd.Endpoints[0], "b", 2*time.Second)
 	rec := make(recorder, 4)

@@ -3,7 +3,6 @@ package slack
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/golem-chat/golem/internal/clustertest"
 	"github.com/golem-chat/golem/internal/etcdtest"
 	"github.com/golem-chat/golem/internal/nettest"
+	"github.com/golem-chat/golem/internal/statetest"
 )
 
 // startReplica runs an adapter of replica r on fake, handing what it gets
@@ -87,30 +87,6 @@ func TestReplicaOutOfTheClusterClosesItsSocket(t *testing.T) {
 	}
 }
 
-// memState is a core.StateStore the replicas of a test share, as they
-// share the etcd store.
-type memState struct {
-	mu sync.Mutex
-	m  map[string][]byte
-}
-
-func (s *memState) Load(key string) ([]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.m[key], nil
-}
-
-func (s *memState) Save(key string, v []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if v == nil {
-		delete(s.m, key)
-	} else {
-		s.m[key] = v
-	}
-	return nil
-}
-
 // A replica that left the cluster while a message's file was still
 // downloading (acked to Slack, so never sent again) left it in its
 // journal; another replica hands it on, and empties that journal.
@@ -119,7 +95,7 @@ func TestAGoneReplicasJournalIsHandedOn(t *testing.T) {
 	ra := clustertest.Join(t, etcd.Endpoints[0], "a", 2*time.Second)
 	fake := slacktest.New(slacktest.Options{})
 	defer fake.Close()
-	state := &memState{m: map[string][]byte{}}
+	state := &statetest.State{}
 	journalOf := func(name string) string { return "slack.pending/" + name }
 	newReplica := func(r cluster.Replica) *Adapter {
 		a, err := New(Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, APIURL: fake.URL,
