@@ -190,7 +190,7 @@ func (c *Conversations) Admit(ctx context.Context, key store.Key, m core.Message
 		if o.lease == 0 {
 			c.forget(key, o) // a claim etcd committed all the same is the sweep's (reclaim)
 		}
-		if c.landed(c.mailDir(key) + id) {
+		if c.landed(alive, c.mailDir(key)+id) {
 			// The answer was lost, not the write: the message is in the
 			// mailbox and runs from there (its owner's watch, or the sweep);
 			// telling the person to send it again would run it twice.
@@ -226,9 +226,10 @@ func (c *Conversations) Admit(ctx context.Context, key store.Key, m core.Message
 	return nil
 }
 
-// landed reports whether mail, whose put's answer was lost, is in etcd.
-func (c *Conversations) landed(mail string) bool {
-	ctx, cancel := context.WithTimeout(c.ctx, c.r.TTL())
+// landed reports whether mail, whose put's answer was lost, is in etcd;
+// it asks for at most 2 s, and not past the membership alive.
+func (c *Conversations) landed(alive context.Context, mail string) bool {
+	ctx, cancel := context.WithTimeout(alive, 2*time.Second)
 	defer cancel()
 	resp, err := c.cli.Get(ctx, mail, clientv3.WithCountOnly())
 	return err == nil && resp.Count > 0
