@@ -62,10 +62,9 @@ func BenchmarkRoundTripsPerTurn(b *testing.B) {
 		f.chat.waitFor(b, 10*time.Second, text, func(texts []string) bool { return count(texts, "echo: "+text) == 1 })
 		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 			if resp, err := watcher.Get(ctx, owner, clientv3.WithCountOnly()); err == nil && resp.Count == 0 {
-				break // let go of
+				break // let go of: after the turn's last writes (its usage, its end)
 			}
 		}
-		time.Sleep(50 * time.Millisecond) // the turn's last writes (usage) after its answer
 		last = calls.take()
 		n := 0
 		for _, v := range last {

@@ -347,13 +347,8 @@ func (a *Adapter) connection(ctx, conn context.Context, h core.Handler, adopt <-
 				last = time.Now()
 				if flaps >= flapsBeforeWait {
 					cancel()
-					for {
-						select {
-						case <-sm.Events:
-						case <-runErr:
-							return true, nil
-						}
-					}
+					drain(sm.Events, runErr)
+					return true, nil
 				}
 			}
 			a.onSocketEvent(ctx, sm, h, ev)
@@ -364,6 +359,18 @@ func (a *Adapter) connection(ctx, conn context.Context, h core.Handler, adopt <-
 				return false, nil
 			}
 			return false, fmt.Errorf("slack: socket mode: %w", err)
+		}
+	}
+}
+
+// drain reads what a cancelled Socket Mode client still sends until its
+// run has returned, so that it is never blocked on a send.
+func drain(events <-chan socketmode.Event, done <-chan error) {
+	for {
+		select {
+		case <-events:
+		case <-done:
+			return
 		}
 	}
 }

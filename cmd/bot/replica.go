@@ -58,7 +58,7 @@ func (m membership) journalKey(base string) string {
 	if m.etcd == nil {
 		return base
 	}
-	return base + "/" + m.replica.Name()
+	return m.journalOf(base)(m.replica.Name())
 }
 
 // journalOf names another replica's journal key under base, so that the
