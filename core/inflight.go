@@ -38,18 +38,28 @@ func (f *flight) save(what string, change func(*store.InFlight)) {
 }
 
 // saveLater is save without waiting for the write, for what a restart can
-// do without: the answer message, which the Reply goes on posting to
-// meanwhile (a restart that finds no answer in the record posts its notice
-// as a reply to the message instead of under the answer). end waits for
-// it, so a forgotten record is never written again.
+// do without for a moment: the answer message, which the Reply goes on
+// posting to meanwhile (a restart that finds no answer in the record posts
+// its notice as a reply to the message instead of under the answer), and
+// the agent process, whose output is read meanwhile. The change is made at
+// once, in the order of the calls; each write stores the record as it is
+// when it runs, so the last write stores the last state. end waits for
+// them, so a forgotten record is never written again.
 func (f *flight) saveLater(what string, change func(*store.InFlight)) {
-	f.later.Go(func() { f.save(what, change) })
+	f.mu.Lock()
+	change(&f.t)
+	f.mu.Unlock()
+	f.later.Go(func() { f.save(what, func(*store.InFlight) {}) })
 }
 
 // started records the agent process that now runs the turn (the resume
-// fallback's second process replaces the first). It is engine.Turn.OnStart.
+// fallback's second process replaces the first). It is engine.Turn.OnStart,
+// which the engine calls before it reads the agent's output: the write goes
+// on meanwhile, so that a store round trip does not hold the first text
+// back. A golem killed outright within that round trip leaves the agent
+// unrecorded, to run on until it ends.
 func (f *flight) started(g engine.Group) {
-	f.save("record agent process", func(t *store.InFlight) { t.AgentGroup, t.AgentStart = g.ID, g.Start })
+	f.saveLater("record agent process", func(t *store.InFlight) { t.AgentGroup, t.AgentStart = g.ID, g.Start })
 }
 
 // end forgets the record once the turn is over.
