@@ -47,7 +47,8 @@ type Conversations struct {
 	cli    *clientv3.Client
 	prefix string // the replica prefix, PREFIX/cluster/
 	log    *slog.Logger
-	seen   Seen // set before Bind (SetSeen); nil: core dedupes
+	seen   Seen   // set before Bind (SetSeen); nil: core dedupes
+	primer Primer // set before Bind (SetPrimer); nil: claims read no record
 
 	mu     sync.Mutex
 	host   core.Host
@@ -179,10 +180,10 @@ func (c *Conversations) Admit(ctx context.Context, key store.Key, m core.Message
 	mail := clientv3.OpPut(c.mailDir(key)+id, string(raw))
 	resp, err := c.commitOnce(ctx, core.Dedupe(m),
 		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(c.ownerKey(key)), "=", 0)},
-		[]clientv3.Op{clientv3.OpGet(c.dirtyKey(key)), clientv3.OpGet(c.mailDir(key), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)),
-			clientv3.OpPut(c.ownerKey(key), c.r.Name(), clientv3.WithLease(lease)), clientv3.OpPut(c.dirtyKey(key), c.r.Name()), mail},
-		[]clientv3.Op{clientv3.OpGet(c.ownerKey(key)), mail,
-			clientv3.OpGet(c.mailDir(key), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))})
+		append([]clientv3.Op{clientv3.OpGet(c.dirtyKey(key)), clientv3.OpGet(c.mailDir(key), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)),
+			clientv3.OpPut(c.ownerKey(key), c.r.Name(), clientv3.WithLease(lease)), clientv3.OpPut(c.dirtyKey(key), c.r.Name()), mail}, c.recordRead(key)...),
+		append([]clientv3.Op{clientv3.OpGet(c.ownerKey(key)), mail,
+			clientv3.OpGet(c.mailDir(key), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))}, c.recordRead(key)...))
 	if errors.Is(err, core.ErrDuplicate) {
 		return err
 	}
@@ -201,6 +202,7 @@ func (c *Conversations) Admit(ctx context.Context, key store.Key, m core.Message
 	}
 	if resp.Succeeded { // claimed: what a dead owner left comes first
 		o.lease = lease
+		c.prime(key, resp, 5)
 		dirty := len(resp.Responses[0].GetResponseRange().Kvs) > 0
 		c.takeOver(key, o, dirty, resp.Responses[1].GetResponseRange().Kvs)
 	} else if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 0 || clientv3.LeaseID(kvs[0].Lease) != lease {
@@ -212,6 +214,7 @@ func (c *Conversations) Admit(ctx context.Context, key store.Key, m core.Message
 		// Owned here: mail other replicas put before this one may not have
 		// come by the watch yet, and goes first (the mailbox's order is
 		// the conversation's).
+		c.prime(key, resp, 3)
 		var before []*mvccpb.KeyValue
 		for _, kv := range resp.Responses[2].GetResponseRange().Kvs {
 			if mailOf(kv.Key) != id {
@@ -249,6 +252,36 @@ func (c *Conversations) SetSeen(s Seen) { c.seen = s }
 // Dedupes implements core.Cluster.
 func (c *Conversations) Dedupes() bool { return c.seen != nil }
 
+// Primer is the store's read of a conversation's record, which a claim
+// makes in its own transaction for the turn that follows it, so that the
+// turn's read makes no round trip (etcdstore.Store is one).
+type Primer interface {
+	ConversationOp(key store.Key) clientv3.Op
+	Prime(key store.Key, rev int64, kvs []*mvccpb.KeyValue)
+	Unprime(key store.Key)
+}
+
+// SetPrimer has the claims of conversations read their records with p,
+// before Bind.
+func (c *Conversations) SetPrimer(p Primer) { c.primer = p }
+
+// recordRead is the read of key's record that a claim's transaction ends
+// with: none without a Primer.
+func (c *Conversations) recordRead(key store.Key) []clientv3.Op {
+	if c.primer == nil {
+		return nil
+	}
+	return []clientv3.Op{c.primer.ConversationOp(key)}
+}
+
+// prime hands the Primer what recordRead read, the i-th of resp's answers.
+func (c *Conversations) prime(key store.Key, resp *clientv3.TxnResponse, i int) {
+	if c.primer == nil || i >= len(resp.Responses) {
+		return
+	}
+	c.primer.Prime(key, resp.Header.Revision, resp.Responses[i].GetResponseRange().Kvs)
+}
+
 // commitOnce commits the transaction of cmps, then and els; with a dedupe
 // id, in the same round trip as the id's mark, unless it is there already
 // (core.ErrDuplicate when it was seen, nothing written).
@@ -259,7 +292,9 @@ func (c *Conversations) commitOnce(ctx context.Context, dedupe string, cmps []cl
 			resp, err := c.cli.Txn(ctx).If(absent).Then(put, clientv3.OpTxn(cmps, then, els)).Commit()
 			switch {
 			case err == nil && resp.Succeeded:
-				return (*clientv3.TxnResponse)(resp.Responses[1].GetResponseTxn()), nil
+				inner := (*clientv3.TxnResponse)(resp.Responses[1].GetResponseTxn())
+				inner.Header = resp.Header // the revision it committed at
+				return inner, nil
 			case errors.Is(err, rpctypes.ErrLeaseNotFound):
 				c.seen.DropSeenLease(core.SeenTTL)
 			case err != nil:
@@ -287,9 +322,9 @@ func (c *Conversations) admitStream(ctx context.Context, key store.Key, lease cl
 		o := c.lock(key)
 		resp, err := c.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(c.ownerKey(key)), "=", 0)).
-			Then(clientv3.OpGet(c.dirtyKey(key)), clientv3.OpGet(c.mailDir(key), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)),
-				clientv3.OpPut(c.ownerKey(key), c.r.Name(), clientv3.WithLease(lease)), clientv3.OpPut(c.dirtyKey(key), c.r.Name())).
-			Else(clientv3.OpGet(c.ownerKey(key))).
+			Then(append([]clientv3.Op{clientv3.OpGet(c.dirtyKey(key)), clientv3.OpGet(c.mailDir(key), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)),
+				clientv3.OpPut(c.ownerKey(key), c.r.Name(), clientv3.WithLease(lease)), clientv3.OpPut(c.dirtyKey(key), c.r.Name())}, c.recordRead(key)...)...).
+			Else(append([]clientv3.Op{clientv3.OpGet(c.ownerKey(key))}, c.recordRead(key)...)...).
 			Commit()
 		if err != nil {
 			if o.lease == 0 {
@@ -301,9 +336,11 @@ func (c *Conversations) admitStream(ctx context.Context, key store.Key, lease cl
 		mine := resp.Succeeded
 		if mine {
 			o.lease = lease
+			c.prime(key, resp, 4)
 			c.takeOver(key, o, len(resp.Responses[0].GetResponseRange().Kvs) > 0, resp.Responses[1].GetResponseRange().Kvs)
 		} else if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 && clientv3.LeaseID(kvs[0].Lease) == lease {
 			mine = true
+			c.prime(key, resp, 1)
 		}
 		if mine {
 			enqueue(m)
@@ -460,6 +497,9 @@ func (c *Conversations) Release(key store.Key) {
 func (c *Conversations) forget(key store.Key, o *owned) {
 	o.lease = 0
 	clear(o.delivered)
+	if c.primer != nil {
+		c.primer.Unprime(key)
+	}
 	c.mu.Lock()
 	if c.keys[key] == o {
 		delete(c.keys, key)

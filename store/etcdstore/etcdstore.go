@@ -157,6 +157,7 @@ type Store struct {
 	leases  map[time.Duration]seenLease // by ttl; see MarkSeen
 
 	activity *activityMirror // ListConversations's
+	primed   primer          // the records claims read (Prime)
 }
 
 var _ store.Store = (*Store)(nil)

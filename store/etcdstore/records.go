@@ -49,8 +49,16 @@ func encodeConversation(c store.Conversation) []byte {
 	return raw
 }
 
-// Conversation implements store.Conversations.
+// Conversation implements store.Conversations. The first read after a
+// claim takes the record the claim read (Prime).
 func (s *Store) Conversation(key store.Key) (store.Conversation, error) {
+	if kv, ok := s.takePrimed(key); ok {
+		c, err := decodeConversation(key, kv)
+		if err != nil {
+			return store.Conversation{Key: key}, s.fail("read conversation", err)
+		}
+		return c, nil
+	}
 	ctx, cancel, err := s.call()
 	if err != nil {
 		return store.Conversation{Key: key}, s.fail("read conversation", err)
@@ -81,7 +89,13 @@ func (s *Store) SaveConversation(c store.Conversation) error {
 		return s.fail("save conversation", err)
 	}
 	defer cancel()
-	if err := s.putKey(ctx, c.Key, s.convKey(c.Key), encodeConversation(c)); err != nil {
+	raw := encodeConversation(c)
+	if len(raw) > store.MaxValue {
+		return s.fail("save conversation", fmt.Errorf("%w: %d bytes, at most %d", store.ErrTooLarge, len(raw), store.MaxValue))
+	}
+	resp, err := s.keyTxn(ctx, c.Key, nil, []clientv3.Op{clientv3.OpPut(s.convKey(c.Key), string(raw))})
+	s.wrote(c.Key, resp)
+	if err != nil {
 		return s.fail("save conversation", err)
 	}
 	return nil
@@ -119,6 +133,9 @@ func (s *Store) UpdateConversation(key store.Key, fn func(c *store.Conversation)
 		}
 		t, err := s.keyTxn(ctx, key, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", rev)},
 			[]clientv3.Op{clientv3.OpPut(k, string(encodeConversation(c)))}, clientv3.OpGet(k))
+		if err != nil || t.Succeeded {
+			s.wrote(key, t)
+		}
 		if err != nil {
 			return s.fail("update conversation", err)
 		}
