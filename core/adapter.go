@@ -63,6 +63,11 @@ type Message struct {
 	// it must not block for long.
 	Sink func(...parser.Event) `json:"-"`
 
+	// Said is the chat context core read where the message came, from a
+	// source that keeps it in memory (MemoryHistorian), for the replica
+	// that runs the message. Sources leave it empty.
+	Said []Said `json:",omitempty"`
+
 	// arrived is when Handle queued the message, for the turn's metrics.
 	arrived time.Time
 	// mail is the message's id in its conversation's mailbox, with a

@@ -88,6 +88,7 @@ func (d *Dispatcher) admit(m Message) {
 		d.accept(m)
 		return
 	}
+	d.carryHistory(&m)
 	key := KeyFor(m, d.opts.Scope)
 	ctx := d.life
 	if m.Sink != nil {

@@ -38,6 +38,51 @@ type Historian interface {
 	History(ctx context.Context, m Message, limit int) ([]Said, error)
 }
 
+// MemoryHistorian is a Historian whose history is only in this process's
+// memory (Telegram's: what its updates carried), so that another replica
+// cannot read it. With a Cluster, core reads it as the message comes, on
+// the replica that received it, and the context goes into the mailbox
+// with the message (Message.Said), bounded by the context's limits.
+type MemoryHistorian interface {
+	Historian
+	// HistoryInMemory marks the Historian; it does nothing.
+	HistoryInMemory()
+}
+
+// wantsHistory reports whether a turn of m gets a chat context from h.
+func (d *Dispatcher) wantsHistory(h Historian, m Message) bool {
+	lim := d.opts.Context
+	return h != nil && !m.DM && m.prompt == nil && lim.MaxMessages > 0 && lim.MaxChars > 0
+}
+
+// carryHistory sets m.Said, before m goes into its mailbox, when m's
+// source keeps its history in memory (see MemoryHistorian): only what the
+// turn's context would keep of it, so that the mailbox holds at most about
+// context.max_chars of it.
+func (d *Dispatcher) carryHistory(m *Message) {
+	d.mu.Lock()
+	h := d.historians[m.Platform]
+	d.mu.Unlock()
+	mh, ok := h.(MemoryHistorian)
+	if !ok || !d.wantsHistory(h, *m) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(d.life, historyTimeout)
+	defer cancel()
+	said, err := mh.History(ctx, *m, d.opts.Context.MaxMessages)
+	if err != nil {
+		d.log.Warn("read chat context", "platform", m.Platform, "channel", m.Channel, "err", err)
+		return
+	}
+	_, keep := selectContext(said, d.opts.Context)
+	for i, s := range said {
+		if keep[i] {
+			s.Text = cut(s.Text, d.opts.Context.MaxChars)
+			m.Said = append(m.Said, s)
+		}
+	}
+}
+
 // ContextLimits bound the chat context a turn's prompt gets (bot.yaml's
 // context:). Zero MaxMessages or MaxChars turns the context off.
 type ContextLimits struct {
@@ -53,10 +98,13 @@ const historyTimeout = 5 * time.Second
 // there is nothing). Errors are logged and cost only the context.
 func (d *Dispatcher) startHistory(ctx context.Context, m Message) func() []Said {
 	lim := d.opts.Context
+	if m.Said != nil { // read where the message came (carryHistory)
+		return func() []Said { return m.Said }
+	}
 	d.mu.Lock()
 	h := d.historians[m.Platform]
 	d.mu.Unlock()
-	if h == nil || m.DM || m.prompt != nil || lim.MaxMessages <= 0 || lim.MaxChars <= 0 {
+	if !d.wantsHistory(h, m) {
 		return func() []Said { return nil }
 	}
 	said := make(chan []Said, 1)
@@ -99,14 +147,27 @@ func withContext(prompt string, said []Said, lim ContextLimits) string {
 // then the oldest others dropped until the lines fit MaxChars. A line that
 // alone is too long is cut, ending with "…".
 func contextLines(said []Said, lim ContextLimits) []string {
-	if lim.MaxMessages <= 0 || lim.MaxChars <= 0 {
-		return nil
+	lines, keep := selectContext(said, lim)
+	out := make([]string, 0, len(lines))
+	for i, l := range lines {
+		if keep[i] {
+			out = append(out, l)
+		}
 	}
-	lines := make([]string, len(said))
+	return out
+}
+
+// selectContext renders said as lines, cut where they must be, and tells
+// which of them contextLines keeps.
+func selectContext(said []Said, lim ContextLimits) (lines []string, keep []bool) {
+	if lim.MaxMessages <= 0 || lim.MaxChars <= 0 {
+		return nil, make([]bool, len(said))
+	}
+	lines = make([]string, len(said))
 	for i, s := range said {
 		lines[i] = contextLine(s)
 	}
-	keep := make([]bool, len(said))
+	keep = make([]bool, len(said))
 	n, total := 0, 0
 	for i := len(said) - 1; i >= 0 && n < lim.MaxMessages; i-- { // replied to: kept first
 		if said[i].RepliedTo && lines[i] != "" {
@@ -127,13 +188,7 @@ func contextLines(said []Said, lim ContextLimits) []string {
 		}
 		keep[i], n, total = true, n+1, total+size
 	}
-	out := make([]string, 0, n)
-	for i, l := range lines {
-		if keep[i] {
-			out = append(out, l)
-		}
-	}
-	return out
+	return lines, keep
 }
 
 // contextLine is one message as a line: "Ann: text [files: a.png]", empty

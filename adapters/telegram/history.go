@@ -279,6 +279,11 @@ func (a *Adapter) History(_ context.Context, m core.Message, limit int) ([]core.
 	return a.seen.history(p, id, limit), nil
 }
 
+// HistoryInMemory implements core.MemoryHistorian: with replicas, the
+// replica that polls reads a message's context as it takes the message,
+// and the context goes with it to the replica that runs it.
+func (a *Adapter) HistoryInMemory() {}
+
 func placeOf(m core.Message) (place, int, error) {
 	chat, err := parseID(m.Channel)
 	if err != nil {
