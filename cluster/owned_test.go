@@ -226,9 +226,10 @@ func TestClaimWithoutItsAnswerIsTakenBack(t *testing.T) {
 	select {
 	case <-h.got:
 		h.mu.Lock()
-		defer h.mu.Unlock()
-		if h.delivered[0] != "waiting" {
-			t.Fatalf("a ran %q", h.delivered)
+		ran := h.delivered[0]
+		h.mu.Unlock() // not held past here: a Release asks h (Idle) under the key's lock
+		if ran != "waiting" {
+			t.Fatalf("a ran %q", ran)
 		}
 	case <-time.After(3 * a.r.TTL()):
 		t.Fatal("the mail of a conversation owned on a's lease was never run")
