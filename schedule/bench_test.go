@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"regexp"
 	"slices"
-	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -15,27 +16,43 @@ import (
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/engine/enginetest"
 	"github.com/golem-chat/golem/internal/bottest"
+	"github.com/golem-chat/golem/internal/etcdtest"
 	"github.com/golem-chat/golem/schedule"
 	"github.com/golem-chat/golem/store"
+	"github.com/golem-chat/golem/store/etcdstore"
 	"github.com/jonboulle/clockwork"
 )
 
 // fill saves n daily schedules spread over the day's minutes (about 7 a
 // minute), or all in hour 3 when quiet, in conversations of 20 schedules
-// each.
+// each; 8 writers at once, so that an etcd store fills in seconds.
 func fill(tb testing.TB, st store.Store, n int, created time.Time, quiet bool) {
 	tb.Helper()
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range 8 {
+		wg.Go(func() {
+			for i := range next {
+				key := store.NewKey("slack", "T1", fmt.Sprint("C", i/20), "")
+				hour := i / 60 % 24
+				if quiet {
+					hour = 3
+				}
+				sc := store.Schedule{ID: fmt.Sprintf("b%05d", i), Key: key, Platform: "slack", Workspace: "T1", Channel: key.Channel, User: "U1",
+					Spec: fmt.Sprintf("%d %d * * *", i%60, hour), Prompt: "p", Created: created}
+				if err := st.SaveSchedule(sc); err != nil {
+					tb.Error(err)
+				}
+			}
+		})
+	}
 	for i := range n {
-		key := store.NewKey("slack", "T1", fmt.Sprint("C", i/20), "")
-		hour := i / 60 % 24
-		if quiet {
-			hour = 3
-		}
-		sc := store.Schedule{ID: fmt.Sprintf("b%05d", i), Key: key, Platform: "slack", Workspace: "T1", Channel: key.Channel, User: "U1",
-			Spec: fmt.Sprintf("%d %d * * *", i%60, hour), Prompt: "p", Created: created}
-		if err := st.SaveSchedule(sc); err != nil {
-			tb.Fatal(err)
-		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if tb.Failed() {
+		tb.FailNow()
 	}
 }
 
@@ -165,21 +182,56 @@ func BenchmarkInstantToAgentStart(b *testing.B) {
 }
 
 // BenchmarkEveryWith10000 is /every answered (parsed, counted against
-// schedules.max, saved) with 10,000 schedules in the bbolt store: it runs
-// in the dispatcher's Handle.
+// schedules.max, saved) in a conversation of 19 schedules with 10,000 more
+// in the store, on bbolt and on one etcd member: it runs in the
+// dispatcher's Handle. Each schedule it adds is deleted again, untimed.
 func BenchmarkEveryWith10000(b *testing.B) {
-	st, err := store.Open(filepath.Join(b.TempDir(), "golem.db"))
-	if err != nil {
-		b.Fatal(err)
+	backends := []struct {
+		name string
+		open func(b *testing.B) store.Store
+	}{
+		{"bbolt", func(b *testing.B) store.Store {
+			st, err := store.Open(filepath.Join(b.TempDir(), "golem.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return st
+		}},
+		{"etcd", func(b *testing.B) store.Store {
+			st, err := etcdstore.Open(etcdstore.Config{Endpoints: etcdtest.Start(b, 1).Endpoints, Prefix: "golem"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return st
+		}},
 	}
-	defer st.Close()
-	fill(b, st, 10000, t0, false)
-	book := schedule.New(schedule.Options{Store: st, Clock: clockwork.NewFakeClockAt(t0), Max: 1 << 30, Logger: slog.New(slog.DiscardHandler)})
-	key := core.KeyFor(msg, core.ScopeChannel)
-	b.ResetTimer()
-	for range b.N {
-		if a := book.Command(msg, key, "every", `"0 9 * * 1-5" p`); !strings.Contains(a, "Scheduled") {
-			b.Fatal(a)
-		}
+	here := core.Message{Platform: "slack", Workspace: "T1", Channel: "C-every", User: "U1", ID: "1.0"}
+	key := core.KeyFor(here, core.ScopeChannel)
+	scheduled := regexp.MustCompile("Scheduled `([0-9a-f]+)`")
+	for _, be := range backends {
+		b.Run(be.name, func(b *testing.B) {
+			st := be.open(b)
+			defer st.Close()
+			fill(b, st, 10000, t0, false)
+			for i := range schedule.DefaultMax - 1 {
+				if err := st.SaveSchedule(store.Schedule{ID: fmt.Sprint("e", i), Key: key, Platform: "slack", Workspace: "T1", Channel: "C-every",
+					User: "U1", Spec: "@hourly", Prompt: "p", Created: t0}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			book := schedule.New(schedule.Options{Store: st, Clock: clockwork.NewFakeClockAt(t0), Logger: slog.New(slog.DiscardHandler)})
+			for b.Loop() {
+				a := book.Command(here, key, "every", `"0 9 * * 1-5" p`)
+				id := scheduled.FindStringSubmatch(a)
+				if id == nil {
+					b.Fatal(a)
+				}
+				b.StopTimer()
+				if err := st.DeleteSchedule(id[1]); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -32,6 +33,10 @@ func (b *Book) Command(m core.Message, key store.Key, cmd, args string) string {
 	return text
 }
 
+// maxIDTries bounds the draws of a new schedule's id (four hex digits)
+// that another schedule has.
+const maxIDTries = 100
+
 // add answers /every and /at.
 func (b *Book) add(m core.Message, key store.Key, cmd, args string) (string, error) {
 	now := b.clock.Now()
@@ -45,35 +50,30 @@ func (b *Book) add(m core.Message, key store.Key, cmd, args string) (string, err
 	if perr != nil {
 		return "⚠️ /" + cmd + ": " + perr.Error() + ".", nil
 	}
-	all, err := b.opts.Store.AllSchedules()
-	if err != nil {
-		return "", err
-	}
-	mine, taken := 0, map[string]bool{}
-	for _, sc := range all {
-		taken[sc.ID] = true
-		if sc.Key == key {
-			mine++
-		}
-	}
-	if mine >= b.opts.Max {
-		return fmt.Sprintf("⚠️ /%s: this conversation has %d schedules, the most it may have (`schedules.max`); `/unschedule ID` one first.", cmd, mine), nil
-	}
-	id := newID(2)
-	for taken[id] {
-		id = newID(2)
-	}
 	thread := m.Thread
 	if thread == "" && m.ID != "" && key.Sub == m.ID { // session_scope: thread: its answers go in this message's thread
 		thread = m.ID
 	}
-	sc := store.Schedule{ID: id, Key: key, Platform: m.Platform, Workspace: m.Workspace, Channel: m.Channel, Thread: thread,
+	sc := store.Schedule{Key: key, Platform: m.Platform, Workspace: m.Workspace, Channel: m.Channel, Thread: thread,
 		User: m.User, UserName: m.UserName, Name: req.Name, Spec: req.Spec.Expr, At: req.Spec.At, Prompt: req.Prompt,
 		Continue: req.Session == SessionContinue || req.Session == "" && b.opts.Session == SessionContinue, Created: now}
 	if req.Spec.Loc != b.opts.Zone {
 		sc.TZ = req.Spec.Loc.String()
 	}
-	if err := b.opts.Store.SaveSchedule(sc); err != nil {
+	// The store counts this conversation's schedules and saves the new one
+	// in one step, so that two /every at once never pass schedules.max.
+	err := store.ErrScheduleExists
+	for tries := 0; errors.Is(err, store.ErrScheduleExists); tries++ {
+		if tries == maxIDTries {
+			return "", fmt.Errorf("no free schedule id after %d tries", tries)
+		}
+		sc.ID = newID(2)
+		err = b.opts.Store.AddSchedule(sc, b.opts.Max)
+	}
+	if errors.Is(err, store.ErrScheduleLimit) {
+		return fmt.Sprintf("⚠️ /%s: this conversation has %d schedules, the most it may have (`schedules.max`); `/unschedule ID` one first.", cmd, b.opts.Max), nil
+	}
+	if err != nil {
 		return "", err
 	}
 	b.changed()
@@ -108,16 +108,13 @@ func (b *Book) describe(sc store.Schedule, spec Spec, now time.Time) string {
 
 // list answers /schedules.
 func (b *Book) list(key store.Key) (string, error) {
-	all, err := b.opts.Store.AllSchedules()
+	all, err := b.opts.Store.ConversationSchedules(key)
 	if err != nil {
 		return "", err
 	}
 	var lines []string
 	now := b.clock.Now()
 	for _, sc := range all {
-		if sc.Key != key {
-			continue
-		}
 		spec, err := b.specOf(sc)
 		if err != nil {
 			lines = append(lines, fmt.Sprintf("• `%s` — unreadable: %v", sc.ID, err))
@@ -161,17 +158,12 @@ const maxButtons = 8
 // Choices implements core.Scheduler: Run now, Pause (or Resume) and Delete
 // for each of key's first schedules; an operator's has no Delete.
 func (b *Book) Choices(key store.Key) []core.Choice {
-	all, err := b.opts.Store.AllSchedules()
+	all, err := b.opts.Store.ConversationSchedules(key)
 	if err != nil {
 		return nil
 	}
 	var out []core.Choice
-	n := 0
-	for _, sc := range all {
-		if sc.Key != key || n == maxButtons {
-			continue
-		}
-		n++
+	for _, sc := range all[:min(len(all), maxButtons)] {
 		out = append(out, core.Choice{Label: "Run " + sc.ID + " now", Data: "golem:runnow:" + sc.ID, Style: "primary"})
 		if sc.Paused {
 			out = append(out, core.Choice{Label: "Resume " + sc.ID, Data: "golem:unpause:" + sc.ID})

@@ -43,7 +43,7 @@ type DayUsage struct {
 }
 
 // bucketTurnLog holds each conversation's latest turns (schema version
-// 5): turnLogPrefix, start time, id -> TurnRecord JSON.
+// 5): keyPrefix, start time, id -> TurnRecord JSON.
 var bucketTurnLog = []byte("turnlog")
 
 func createTurnLog(tx *bolt.Tx) error {
@@ -53,9 +53,9 @@ func createTurnLog(tx *bolt.Tx) error {
 	return nil
 }
 
-// turnLogPrefix is the length of key's stored form, then the form itself:
+// keyPrefix is the length of key's stored form, then the form itself:
 // no conversation's records share a prefix with another's.
-func turnLogPrefix(key Key) []byte {
+func keyPrefix(key Key) []byte {
 	k := key.String()
 	return append(binary.AppendUvarint(nil, uint64(len(k))), k...)
 }
@@ -124,7 +124,7 @@ func (s *Bolt) RecordTurn(t TurnRecord) error {
 	if err != nil {
 		return wrap("record turn", err)
 	}
-	prefix := turnLogPrefix(t.Key)
+	prefix := keyPrefix(t.Key)
 	name := binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(t.Started.UnixNano()))
 	name = append(name, t.ID...)
 	err = s.update(func(tx *bolt.Tx) error {
@@ -153,7 +153,7 @@ func (s *Bolt) RecordTurn(t TurnRecord) error {
 // RecentTurns returns the turns key keeps, newest first.
 func (s *Bolt) RecentTurns(key Key) ([]TurnRecord, error) {
 	var out []TurnRecord
-	prefix := turnLogPrefix(key)
+	prefix := keyPrefix(key)
 	err := s.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketTurnLog).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {

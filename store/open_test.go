@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -299,4 +300,29 @@ func TestDamagedPageFailsTheCallNotTheProcess(t *testing.T) {
 	if err := s.Save("k", []byte("v")); err != nil {
 		t.Errorf("save state: %v", err)
 	}
+}
+
+// TestMigrateScheduleKeys: schedules stored before the index by
+// conversation (schema version 5) are indexed when the file is opened.
+func TestMigrateScheduleKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "golem.db")
+	o := defaultOptions()
+	o.migrations = migrations[:5]
+	s, err := open(path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := NewKey("slack", "T", "C", "")
+	raw, _ := json.Marshal(Schedule{ID: "a1b2", Key: key, Spec: "@hourly", Prompt: "p"})
+	if err := s.update(func(tx *bolt.Tx) error { return tx.Bucket(bucketSchedules).Put([]byte("a1b2"), raw) }); err != nil {
+		t.Fatal(err)
+	}
+	closeStore(t, s)
+	s = openAt(t, path, nil)
+	defer closeStore(t, s)
+	got, err := s.ConversationSchedules(key)
+	if err != nil || len(got) != 1 || got[0].ID != "a1b2" {
+		t.Fatalf("the conversation's schedules after the migration: %+v, %v", got, err)
+	}
+	errorsIs(t, s.AddSchedule(Schedule{ID: "c3d4", Key: key, Prompt: "p"}, 1), ErrScheduleLimit)
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -58,9 +59,18 @@ type Schedule struct {
 	Retry time.Time `json:"retry,omitzero"`
 }
 
-// Schedules are the scheduled prompts.
+// Schedules are the scheduled prompts. Each backend indexes them by
+// conversation, so that counting and listing one conversation's reads only
+// its own, however many the store holds.
 type Schedules interface {
-	// SaveSchedule stores s under s.ID, replacing what was there.
+	// AddSchedule stores sc, a new schedule, if no schedule has its ID
+	// (else ErrScheduleExists) and its conversation has fewer than max
+	// (else ErrScheduleLimit; max <= 0: no limit). The check and the write
+	// are one atomic step: of concurrent adds to one conversation, on any
+	// replica, at most max are ever stored.
+	AddSchedule(sc Schedule, max int) error
+	// SaveSchedule stores s under s.ID, replacing what was there (in
+	// whichever conversation it was).
 	SaveSchedule(s Schedule) error
 	// Schedule returns the schedule id, and false when there is none.
 	Schedule(id string) (Schedule, bool, error)
@@ -76,7 +86,17 @@ type Schedules interface {
 	// AllSchedules returns every schedule, by conversation key, then
 	// Created, then ID.
 	AllSchedules() ([]Schedule, error)
+	// ConversationSchedules returns key's schedules, by Created, then ID,
+	// reading only them.
+	ConversationSchedules(key Key) ([]Schedule, error)
 }
+
+// ErrScheduleExists is AddSchedule's error for an id that is taken.
+var ErrScheduleExists = errors.New("store: a schedule has that id")
+
+// ErrScheduleLimit is AddSchedule's error for a conversation that has its
+// most schedules already.
+var ErrScheduleLimit = errors.New("store: the conversation has the most schedules it may have")
 
 // FireSchedule records that the schedule id fires at the instant at, if
 // its last fired instant is still prev, and returns the schedule as it now
@@ -111,8 +131,12 @@ func SortSchedules(s []Schedule) {
 }
 
 // bucketSchedules holds the schedules (schema version 4): id -> Schedule
-// JSON.
-var bucketSchedules = []byte("schedules")
+// JSON; bucketScheduleKeys indexes them by conversation (version 6):
+// keyPrefix(key) + id -> empty.
+var (
+	bucketSchedules    = []byte("schedules")
+	bucketScheduleKeys = []byte("schedule_keys")
+)
 
 // createSchedules adds the schedules' bucket.
 func createSchedules(tx *bolt.Tx) error {
@@ -122,6 +146,25 @@ func createSchedules(tx *bolt.Tx) error {
 	return nil
 }
 
+// createScheduleKeys adds the index by conversation, of the schedules
+// stored so far too.
+func createScheduleKeys(tx *bolt.Tx) error {
+	idx, err := tx.CreateBucketIfNotExists(bucketScheduleKeys)
+	if err != nil {
+		return fmt.Errorf("create bucket %s: %w", bucketScheduleKeys, err)
+	}
+	return tx.Bucket(bucketSchedules).ForEach(func(id, raw []byte) error {
+		sc, err := decodeSchedule(id, raw)
+		if err != nil {
+			return err
+		}
+		return idx.Put(scheduleKey(sc.Key, string(id)), nil)
+	})
+}
+
+// scheduleKey is the index entry of the schedule id in key.
+func scheduleKey(key Key, id string) []byte { return append(keyPrefix(key), id...) }
+
 func decodeSchedule(id, raw []byte) (Schedule, error) {
 	var sc Schedule
 	if err := json.Unmarshal(raw, &sc); err != nil {
@@ -130,16 +173,68 @@ func decodeSchedule(id, raw []byte) (Schedule, error) {
 	return sc, nil
 }
 
+// putSchedule writes sc and its index entry in tx, moving the entry when
+// sc's conversation changed.
+func putSchedule(tx *bolt.Tx, sc Schedule) error {
+	raw, err := json.Marshal(sc)
+	if err != nil {
+		return err
+	}
+	b, idx := tx.Bucket(bucketSchedules), tx.Bucket(bucketScheduleKeys)
+	if old := b.Get([]byte(sc.ID)); old != nil {
+		was, err := decodeSchedule([]byte(sc.ID), old)
+		if err != nil {
+			return err
+		}
+		if was.Key != sc.Key {
+			if err := idx.Delete(scheduleKey(was.Key, sc.ID)); err != nil {
+				return err
+			}
+		}
+	}
+	if err := idx.Put(scheduleKey(sc.Key, sc.ID), nil); err != nil {
+		return err
+	}
+	return b.Put([]byte(sc.ID), raw)
+}
+
+// AddSchedule implements Schedules, in one transaction.
+func (s *Bolt) AddSchedule(sc Schedule, max int) error {
+	if sc.ID == "" {
+		return errors.New("store: add schedule: empty id")
+	}
+	var refused error
+	err := s.update(func(tx *bolt.Tx) error {
+		refused = nil
+		if tx.Bucket(bucketSchedules).Get([]byte(sc.ID)) != nil {
+			refused = ErrScheduleExists
+			return nil
+		}
+		if max > 0 {
+			n, prefix := 0, keyPrefix(sc.Key)
+			c := tx.Bucket(bucketScheduleKeys).Cursor()
+			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && n < max; k, _ = c.Next() {
+				n++
+			}
+			if n >= max {
+				refused = ErrScheduleLimit
+				return nil
+			}
+		}
+		return putSchedule(tx, sc)
+	})
+	if err != nil {
+		return wrap("add schedule", err)
+	}
+	return refused
+}
+
 // SaveSchedule implements Schedules.
 func (s *Bolt) SaveSchedule(sc Schedule) error {
 	if sc.ID == "" {
 		return errors.New("store: save schedule: empty id")
 	}
-	raw, err := json.Marshal(sc)
-	if err != nil {
-		return wrap("save schedule", err)
-	}
-	if err := s.update(func(tx *bolt.Tx) error { return tx.Bucket(bucketSchedules).Put([]byte(sc.ID), raw) }); err != nil {
+	if err := s.update(func(tx *bolt.Tx) error { return putSchedule(tx, sc) }); err != nil {
 		return wrap("save schedule", err)
 	}
 	return nil
@@ -173,8 +268,7 @@ func (s *Bolt) UpdateSchedule(id string, fn func(sc *Schedule) bool) (bool, erro
 	var found bool
 	err := s.update(func(tx *bolt.Tx) error {
 		found = false
-		b := tx.Bucket(bucketSchedules)
-		raw := b.Get([]byte(id))
+		raw := tx.Bucket(bucketSchedules).Get([]byte(id))
 		if raw == nil {
 			return nil
 		}
@@ -187,10 +281,7 @@ func (s *Bolt) UpdateSchedule(id string, fn func(sc *Schedule) bool) (bool, erro
 			return nil
 		}
 		sc.ID = id
-		if raw, err = json.Marshal(sc); err != nil {
-			return err
-		}
-		return b.Put([]byte(id), raw)
+		return putSchedule(tx, sc)
 	})
 	if err != nil {
 		return false, wrap("update schedule", err)
@@ -203,7 +294,22 @@ func (s *Bolt) DeleteSchedule(id string) error {
 	if id == "" {
 		return errors.New("store: delete schedule: empty id")
 	}
-	if err := s.update(func(tx *bolt.Tx) error { return tx.Bucket(bucketSchedules).Delete([]byte(id)) }); err != nil {
+	err := s.update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSchedules)
+		raw := b.Get([]byte(id))
+		if raw == nil {
+			return nil
+		}
+		sc, err := decodeSchedule([]byte(id), raw)
+		if err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketScheduleKeys).Delete(scheduleKey(sc.Key, id)); err != nil {
+			return err
+		}
+		return b.Delete([]byte(id))
+	})
+	if err != nil {
 		return wrap("delete schedule", err)
 	}
 	return nil
@@ -223,6 +329,34 @@ func (s *Bolt) AllSchedules() ([]Schedule, error) {
 	})
 	if err != nil {
 		return nil, wrap("read schedules", err)
+	}
+	SortSchedules(out)
+	return out, nil
+}
+
+// ConversationSchedules implements Schedules: a seek in the index, then
+// one read per schedule of key.
+func (s *Bolt) ConversationSchedules(key Key) ([]Schedule, error) {
+	var out []Schedule
+	err := s.view(func(tx *bolt.Tx) error {
+		b, prefix := tx.Bucket(bucketSchedules), keyPrefix(key)
+		c := tx.Bucket(bucketScheduleKeys).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			id := k[len(prefix):]
+			raw := b.Get(id)
+			if raw == nil {
+				return fmt.Errorf("%w: the index names schedule %q, which is not there", ErrCorrupt, id)
+			}
+			sc, err := decodeSchedule(id, raw)
+			if err != nil {
+				return err
+			}
+			out = append(out, sc)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("read a conversation's schedules", err)
 	}
 	SortSchedules(out)
 	return out, nil

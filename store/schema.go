@@ -35,6 +35,7 @@ var migrations = []migration{
 	2: createApprovals,
 	3: createSchedules,
 	4: createTurnLog,
+	5: createScheduleKeys,
 }
 
 // createV1 creates the buckets of the first schema.

@@ -74,7 +74,7 @@ func (s *Server) conversation(w http.ResponseWriter, r *http.Request) {
 	}
 	var schedules []store.Schedule
 	if err == nil {
-		schedules, err = s.opts.Store.AllSchedules()
+		schedules, err = s.opts.Store.ConversationSchedules(key)
 	}
 	if err != nil {
 		s.log.Error("http: read a conversation", "conversation", key, "err", err)
@@ -83,10 +83,8 @@ func (s *Server) conversation(w http.ResponseWriter, r *http.Request) {
 	}
 	d := detailJSON{conversationJSON: j, Turns: turns, Pending: []pendingJSON{}, Audit: audit, Schedules: []scheduleJSON{}}
 	for _, sc := range schedules {
-		if sc.Key == key {
-			d.Schedules = append(d.Schedules, scheduleJSON{ID: sc.ID, Name: sc.Name, User: sc.Platform + ":" + sc.User, Spec: sc.Spec, At: sc.At,
-				TZ: sc.TZ, Paused: sc.Paused, LastRun: sc.LastRun, LastOutcome: sc.LastOutcome, Failures: sc.Failures})
-		}
+		d.Schedules = append(d.Schedules, scheduleJSON{ID: sc.ID, Name: sc.Name, User: sc.Platform + ":" + sc.User, Spec: sc.Spec, At: sc.At,
+			TZ: sc.TZ, Paused: sc.Paused, LastRun: sc.LastRun, LastOutcome: sc.LastOutcome, Failures: sc.Failures})
 	}
 	if d.Turns == nil {
 		d.Turns = []store.TurnRecord{}

@@ -155,7 +155,7 @@ func TestDoctorChecksAnEtcdStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := checkStore(cfg); len(got) != 1 || got[0].v != fail || !strings.Contains(got[0].text, "schema version 7, this golem knows up to 1") {
+	if got := checkStore(cfg); len(got) != 1 || got[0].v != fail || !strings.Contains(got[0].text, "schema version 7, this golem knows up to 2") {
 		t.Errorf("doctor on a newer golem's prefix: %+v", got)
 	}
 }

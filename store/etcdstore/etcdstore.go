@@ -4,7 +4,7 @@
 //
 // Everything lives under the prefix, one key per record:
 //
-//	PREFIX/meta/schema      the schema version ("1"); Open refuses another golem's
+//	PREFIX/meta/schema      the schema version ("2"); Open refuses another golem's
 //	PREFIX/conv/KEY         a conversation (store.Key's String), JSON
 //	PREFIX/seen/ID          a seen event id: its expiry, unix ns; leased, so etcd drops it
 //	PREFIX/turns/ID         a turn in flight, JSON
@@ -13,6 +13,8 @@
 //	PREFIX/turnlog/KEY/T-ID a conversation's latest turns (KEY path-escaped, T unix ns), JSON
 //	PREFIX/state/KEY        adapter state, raw bytes (at most store.MaxValue)
 //	PREFIX/schedules/ID     a scheduled prompt, JSON
+//	PREFIX/schedule_keys/KEY/ID  the index of the schedules by conversation (KEY path-escaped), empty;
+//	                        written in the transaction that writes the schedule (version 2)
 //
 // # Writes and fencing
 //
@@ -53,8 +55,8 @@ import (
 )
 
 // schemaVersion is the version of the layout above that this code writes.
-// To change the layout, bump it and migrate in Open.
-const schemaVersion = 1
+// To change the layout, bump it and migrate in Open (migrate).
+const schemaVersion = 2
 
 // Defaults of Config's durations.
 const (
@@ -244,6 +246,42 @@ func (s *Store) checkSchema(timeout time.Duration) error {
 	case have > schemaVersion:
 		return fmt.Errorf("store: %s: %w: schema version %d, this golem knows up to %d; upgrade golem",
 			s.where, store.ErrSchemaTooNew, have, schemaVersion)
+	case have < schemaVersion:
+		if err := s.migrate(ctx, have); err != nil {
+			return fmt.Errorf("store: %s: migrate schema %d to %d: %w", s.where, have, schemaVersion, err)
+		}
+	}
+	return nil
+}
+
+// migrate brings the layout from version have to schemaVersion. Each step
+// may run on several replicas at once and again after a crash: it writes
+// only what is missing, and the marker moves with a compare on the
+// version it read.
+func (s *Store) migrate(ctx context.Context, have int) error {
+	meta := s.prefix + "meta/schema"
+	for v := have; v < schemaVersion; v++ {
+		if v == 1 { // 1 to 2: index the schedules by conversation
+			all, err := s.cli.Get(ctx, s.prefix+"schedules/", clientv3.WithPrefix())
+			if err != nil {
+				return err
+			}
+			for _, kv := range all.Kvs {
+				sc, err := decodeSchedule(kv)
+				if err != nil {
+					return err
+				}
+				entry := s.scheduleDir(sc.Key) + sc.ID
+				if _, err := s.txn(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)},
+					[]clientv3.Op{clientv3.OpPut(entry, "")}); err != nil {
+					return err
+				}
+			}
+		}
+		if _, err := s.txn(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.Value(meta), "=", strconv.Itoa(v))},
+			[]clientv3.Op{clientv3.OpPut(meta, strconv.Itoa(v+1))}); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -100,7 +100,7 @@ func TestOpenChecksSchema(t *testing.T) {
 		want   error // nil: opens
 		text   string
 	}{
-		{"newer", store.ErrSchemaTooNew, "schema version 99, this golem knows up to 1"},
+		{"newer", store.ErrSchemaTooNew, "schema version 99, this golem knows up to 2"},
 		{"garbage", store.ErrCorrupt, `unreadable schema version "one"`},
 		{"other", store.ErrCorrupt, `no schema marker, but a key "other/config"`},
 		{"sibling", nil, ""},
@@ -121,8 +121,40 @@ func TestOpenChecksSchema(t *testing.T) {
 	}
 	// What Open wrote: the marker, once, read by every later Open.
 	resp, err := cli.Get(ctx, "sibling/meta/schema")
-	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "1" {
+	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "2" {
 		t.Fatalf("schema marker %+v, %v", resp, err)
+	}
+}
+
+// TestOpenMigratesSchedulesIndex: a store of schema version 1, whose
+// schedules have no index by conversation, is indexed and marked version
+// 2 by Open, so that a conversation's schedules are found and counted.
+func TestOpenMigratesSchedulesIndex(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	cli := client(t, c)
+	ctx := context.Background()
+	k := store.NewKey("slack", "T", "C/1", "")
+	raw := `{"id":"a1b2","key":"slack:T:C/1","platform":"slack","channel":"C/1","user":"U","spec":"@hourly","prompt":"p","created":"2026-03-01T09:00:00Z"}`
+	for key, v := range map[string]string{"old/meta/schema": "1", "old/schedules/a1b2": raw} {
+		if _, err := cli.Put(ctx, key, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints, Prefix: "old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.ConversationSchedules(k)
+	if err != nil || len(got) != 1 || got[0].ID != "a1b2" {
+		t.Fatalf("the conversation's schedules after the migration: %+v, %v", got, err)
+	}
+	if err := s.AddSchedule(store.Schedule{ID: "c3d4", Key: k, Prompt: "p"}, 1); !errors.Is(err, store.ErrScheduleLimit) {
+		t.Errorf("a second schedule with max 1: %v, want ErrScheduleLimit", err)
+	}
+	resp, err := cli.Get(ctx, "old/meta/schema")
+	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "2" {
+		t.Fatalf("schema marker after the migration %+v, %v", resp, err)
 	}
 }
 

@@ -1,22 +1,105 @@
 package etcdstore
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 
 	"github.com/golem-chat/golem/store"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
+// maxTxnOps is how many reads one transaction of ConversationSchedules
+// makes, within etcd's default --max-txn-ops (128).
+const maxTxnOps = 100
+
 func (s *Store) scheduleKey(id string) string { return s.prefix + "schedules/" + id }
+
+// scheduleDir is where key's index entries are: schedule_keys/ESCAPED/, the
+// key path-escaped so that no conversation's entries share a prefix with
+// another's.
+func (s *Store) scheduleDir(key store.Key) string {
+	return s.prefix + "schedule_keys/" + url.PathEscape(key.String()) + "/"
+}
+
+func decodeSchedule(kv *mvccpb.KeyValue) (store.Schedule, error) {
+	var sc store.Schedule
+	if err := json.Unmarshal(kv.Value, &sc); err != nil {
+		return store.Schedule{}, fmt.Errorf("%w: schedule %q: %w", store.ErrCorrupt, kv.Key, err)
+	}
+	return sc, nil
+}
+
+// writeSchedule is the write of sc over was (nil: none stored), with its
+// index entry, moved when sc's conversation changed.
+func (s *Store) writeSchedule(sc store.Schedule, was *store.Schedule) ([]clientv3.Op, error) {
+	raw, err := json.Marshal(sc)
+	if err != nil {
+		return nil, err
+	}
+	ops := []clientv3.Op{clientv3.OpPut(s.scheduleKey(sc.ID), string(raw)), clientv3.OpPut(s.scheduleDir(sc.Key)+sc.ID, "")}
+	if was != nil && was.Key != sc.Key {
+		ops = append(ops, clientv3.OpDelete(s.scheduleDir(was.Key)+sc.ID))
+	}
+	return ops, nil
+}
+
+// AddSchedule implements store.Schedules: it counts the conversation's
+// index entries and writes if none was added since the count (a compare
+// of the entries' mod revisions) and the id is still free, retrying when
+// another add came between.
+func (s *Store) AddSchedule(sc store.Schedule, max int) error {
+	if sc.ID == "" {
+		return errors.New("store: add schedule: empty id")
+	}
+	ctx, cancel, err := s.call()
+	if err != nil {
+		return s.fail("add schedule", err)
+	}
+	defer cancel()
+	ops, err := s.writeSchedule(sc, nil)
+	if err != nil {
+		return s.fail("add schedule", err)
+	}
+	k, dir := s.scheduleKey(sc.ID), s.scheduleDir(sc.Key)
+	for range maxRetries {
+		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(k), "=", 0)}
+		if max > 0 {
+			resp, err := s.cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithCountOnly())
+			if err != nil {
+				return s.fail("add schedule", err)
+			}
+			if resp.Count >= int64(max) {
+				return store.ErrScheduleLimit
+			}
+			// No entry of the conversation is newer than the count.
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(dir), "<", resp.Header.Revision+1).WithPrefix())
+		}
+		t, err := s.txn(ctx, cmps, ops, clientv3.OpGet(k, clientv3.WithCountOnly()))
+		if err != nil {
+			return s.fail("add schedule", err)
+		}
+		if t.Succeeded {
+			return nil
+		}
+		if t.Responses[0].GetResponseRange().Count > 0 {
+			return store.ErrScheduleExists
+		}
+	}
+	return s.fail("add schedule", fmt.Errorf("%d writers came between the count and the write", maxRetries))
+}
 
 // SaveSchedule implements store.Schedules.
 func (s *Store) SaveSchedule(sc store.Schedule) error {
 	if sc.ID == "" {
 		return errors.New("store: save schedule: empty id")
 	}
-	return s.putJSON("save schedule", s.scheduleKey(sc.ID), sc)
+	_, err := s.changeSchedule(sc.ID, "save schedule", func(was *store.Schedule) (store.Schedule, bool) { return sc, true })
+	return err
 }
 
 // Schedule implements store.Schedules.
@@ -33,9 +116,9 @@ func (s *Store) Schedule(id string) (store.Schedule, bool, error) {
 	if len(resp.Kvs) == 0 {
 		return store.Schedule{}, false, nil
 	}
-	var sc store.Schedule
-	if err := json.Unmarshal(resp.Kvs[0].Value, &sc); err != nil {
-		return store.Schedule{}, false, s.fail("read schedule", fmt.Errorf("%w: schedule %q: %w", store.ErrCorrupt, id, err))
+	sc, err := decodeSchedule(resp.Kvs[0])
+	if err != nil {
+		return store.Schedule{}, false, s.fail("read schedule", err)
 	}
 	return sc, true, nil
 }
@@ -48,47 +131,65 @@ func (s *Store) UpdateSchedule(id string, fn func(sc *store.Schedule) bool) (boo
 	if id == "" {
 		return false, errors.New("store: update schedule: empty id")
 	}
+	return s.changeSchedule(id, "update schedule", func(was *store.Schedule) (store.Schedule, bool) {
+		if was == nil {
+			return store.Schedule{}, false
+		}
+		sc := *was
+		if !fn(&sc) {
+			return sc, false
+		}
+		sc.ID = id
+		return sc, true
+	})
+}
+
+// changeSchedule writes what change makes of the record id (nil: none
+// stored) if the record's mod revision is still the one read, retrying
+// otherwise. found reports whether a record was there.
+func (s *Store) changeSchedule(id, op string, change func(was *store.Schedule) (store.Schedule, bool)) (found bool, err error) {
 	ctx, cancel, err := s.call()
 	if err != nil {
-		return false, s.fail("update schedule", err)
+		return false, s.fail(op, err)
 	}
 	defer cancel()
 	k := s.scheduleKey(id)
 	resp, err := s.cli.Get(ctx, k)
 	for range maxRetries {
 		if err != nil {
-			return false, s.fail("update schedule", err)
+			return found, s.fail(op, err)
 		}
-		if len(resp.Kvs) == 0 {
-			return false, nil
+		var was *store.Schedule
+		rev := int64(0)
+		if found = len(resp.Kvs) > 0; found {
+			sc, err := decodeSchedule(resp.Kvs[0])
+			if err != nil {
+				return true, s.fail(op, err)
+			}
+			was, rev = &sc, resp.Kvs[0].ModRevision
 		}
-		kv := resp.Kvs[0]
-		var sc store.Schedule
-		if err := json.Unmarshal(kv.Value, &sc); err != nil {
-			return true, s.fail("update schedule", fmt.Errorf("%w: schedule %q: %w", store.ErrCorrupt, id, err))
+		sc, write := change(was)
+		if !write {
+			return found, nil
 		}
-		if !fn(&sc) {
-			return true, nil
-		}
-		sc.ID = id
-		raw, err := json.Marshal(sc)
+		ops, err := s.writeSchedule(sc, was)
 		if err != nil {
-			return true, s.fail("update schedule", err)
+			return found, s.fail(op, err)
 		}
-		t, err := s.txn(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", kv.ModRevision)},
-			[]clientv3.Op{clientv3.OpPut(k, string(raw))}, clientv3.OpGet(k))
+		t, err := s.txn(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", rev)}, ops, clientv3.OpGet(k))
 		if err != nil {
-			return true, s.fail("update schedule", err)
+			return found, s.fail(op, err)
 		}
 		if t.Succeeded {
-			return true, nil
+			return found, nil
 		}
 		resp, err = (*clientv3.GetResponse)(t.Responses[0].GetResponseRange()), nil
 	}
-	return true, s.fail("update schedule", fmt.Errorf("%d writers came between the read and the write", maxRetries))
+	return found, s.fail(op, fmt.Errorf("%d writers came between the read and the write", maxRetries))
 }
 
-// DeleteSchedule implements store.Schedules.
+// DeleteSchedule implements store.Schedules: the record and its index
+// entry, if the record is still the one read.
 func (s *Store) DeleteSchedule(id string) error {
 	if id == "" {
 		return errors.New("store: delete schedule: empty id")
@@ -98,10 +199,30 @@ func (s *Store) DeleteSchedule(id string) error {
 		return s.fail("delete schedule", err)
 	}
 	defer cancel()
-	if err := s.remove(ctx, s.scheduleKey(id)); err != nil {
-		return s.fail("delete schedule", err)
+	k := s.scheduleKey(id)
+	resp, err := s.cli.Get(ctx, k)
+	for range maxRetries {
+		if err != nil {
+			return s.fail("delete schedule", err)
+		}
+		if len(resp.Kvs) == 0 {
+			return nil
+		}
+		sc, err := decodeSchedule(resp.Kvs[0])
+		if err != nil {
+			return s.fail("delete schedule", err)
+		}
+		t, err := s.txn(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", resp.Kvs[0].ModRevision)},
+			[]clientv3.Op{clientv3.OpDelete(k), clientv3.OpDelete(s.scheduleDir(sc.Key) + id)}, clientv3.OpGet(k))
+		if err != nil {
+			return s.fail("delete schedule", err)
+		}
+		if t.Succeeded {
+			return nil
+		}
+		resp, err = (*clientv3.GetResponse)(t.Responses[0].GetResponseRange()), nil
 	}
-	return nil
+	return s.fail("delete schedule", fmt.Errorf("%d writers came between the read and the delete", maxRetries))
 }
 
 // AllSchedules implements store.Schedules, in one range read.
@@ -112,4 +233,53 @@ func (s *Store) AllSchedules() ([]store.Schedule, error) {
 	}
 	store.SortSchedules(all)
 	return all, nil
+}
+
+// ConversationSchedules implements store.Schedules: a range read of key's
+// index entries, then the records they name, read at the index's
+// revision in transactions of maxTxnOps reads.
+func (s *Store) ConversationSchedules(key store.Key) ([]store.Schedule, error) {
+	ctx, cancel, err := s.call()
+	if err != nil {
+		return nil, s.fail("read a conversation's schedules", err)
+	}
+	defer cancel()
+	out, err := s.conversationSchedules(ctx, key)
+	if err != nil {
+		return nil, s.fail("read a conversation's schedules", err)
+	}
+	store.SortSchedules(out)
+	return out, nil
+}
+
+func (s *Store) conversationSchedules(ctx context.Context, key store.Key) ([]store.Schedule, error) {
+	dir := s.scheduleDir(key)
+	idx, err := s.cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.Schedule, 0, len(idx.Kvs))
+	for i := 0; i < len(idx.Kvs); i += maxTxnOps {
+		var gets []clientv3.Op
+		for _, kv := range idx.Kvs[i:min(i+maxTxnOps, len(idx.Kvs))] {
+			id := strings.TrimPrefix(string(kv.Key), dir)
+			gets = append(gets, clientv3.OpGet(s.scheduleKey(id), clientv3.WithRev(idx.Header.Revision)))
+		}
+		t, err := s.cli.Txn(ctx).Then(gets...).Commit()
+		if err != nil {
+			return nil, err
+		}
+		for j, r := range t.Responses {
+			kvs := r.GetResponseRange().Kvs
+			if len(kvs) == 0 {
+				return nil, fmt.Errorf("%w: the index names %q, which is not there", store.ErrCorrupt, idx.Kvs[i+j].Key)
+			}
+			sc, err := decodeSchedule(kvs[0])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sc)
+		}
+	}
+	return out, nil
 }

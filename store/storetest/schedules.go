@@ -1,6 +1,9 @@
 package storetest
 
 import (
+	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -131,5 +134,166 @@ func testFireSchedule(t *testing.T, open func() store.Store) {
 	}
 	if _, ok, err := store.FireSchedule(s, "gone", time.Time{}, t0); err != nil || ok {
 		t.Errorf("firing an absent schedule = %t, %v; want false, nil", ok, err)
+	}
+}
+
+// ids are the ids of s, in order.
+func ids(s []store.Schedule) []string {
+	out := make([]string, len(s))
+	for i, sc := range s {
+		out[i] = sc.ID
+	}
+	return out
+}
+
+// testScheduleIndex: a conversation's schedules are counted and listed
+// right across adds, refusals, firings, moves, deletes and a reopen, and
+// never with a neighbour's (keys that are prefixes of each other, a slash
+// in a channel).
+func testScheduleIndex(t *testing.T, open func() store.Store) {
+	s := open()
+	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	a, a1, slash := key("slack:T:C"), key("slack:T:C1"), key("slack:T:C/1")
+	add := func(id string, k store.Key, created time.Time, max int) error {
+		return s.AddSchedule(store.Schedule{ID: id, Key: k, Platform: k.Platform, Channel: k.Channel, User: "U", Spec: "@hourly",
+			Prompt: "p " + id, Created: created}, max)
+	}
+	list := func(when string, k store.Key, want ...string) {
+		t.Helper()
+		got, err := s.ConversationSchedules(k)
+		if err != nil {
+			t.Fatalf("%s: schedules of %s: %v", when, k, err)
+		}
+		if !slices.Equal(ids(got), want) {
+			t.Errorf("%s: schedules of %s = %v, want %v", when, k, ids(got), want)
+		}
+		for _, sc := range got {
+			if sc.Key != k || sc.Prompt != "p "+sc.ID {
+				t.Errorf("%s: %s listed %+v", when, k, sc)
+			}
+		}
+	}
+	for i, id := range []string{"s3", "s1", "s2"} { // by Created, then id
+		if err := add(id, a, t0.Add(time.Duration(i%2)*time.Minute), 3); err != nil {
+			t.Fatalf("add %s: %v", id, err)
+		}
+	}
+	for _, id := range []string{"n1", "n2"} {
+		if err := add(id, a1, t0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := add("x1", slash, t0, 1); err != nil {
+		t.Fatal(err)
+	}
+	list("added", a, "s2", "s3", "s1")
+	list("added", a1, "n1", "n2")
+	list("added", slash, "x1")
+	list("added", key("slack:T:D"))
+	if err := add("s4", a, t0, 3); !errors.Is(err, store.ErrScheduleLimit) {
+		t.Errorf("a fourth schedule with max 3: %v, want ErrScheduleLimit", err)
+	}
+	if err := add("n1", a, t0, 10); !errors.Is(err, store.ErrScheduleExists) {
+		t.Errorf("an id taken in another conversation: %v, want ErrScheduleExists", err)
+	}
+	if sc, _, _ := s.Schedule("n1"); sc.Key != a1 {
+		t.Errorf("a refused add changed the schedule there: %+v", sc)
+	}
+	list("refused", a, "s2", "s3", "s1")
+	list("refused", a1, "n1", "n2")
+
+	// Firing and updating leave the count; a delete frees a place.
+	if _, ok, err := store.FireSchedule(s, "s1", time.Time{}, t0.Add(time.Hour)); err != nil || !ok {
+		t.Fatalf("fire s1: %t, %v", ok, err)
+	}
+	list("fired", a, "s2", "s3", "s1")
+	if err := add("s4", a, t0, 3); !errors.Is(err, store.ErrScheduleLimit) {
+		t.Errorf("after a firing, a fourth with max 3: %v", err)
+	}
+	if err := s.DeleteSchedule("s3"); err != nil {
+		t.Fatal(err)
+	}
+	list("deleted", a, "s2", "s1")
+	if err := add("s4", a, t0.Add(2*time.Minute), 3); err != nil {
+		t.Errorf("after a delete, a third with max 3: %v", err)
+	}
+	list("deleted and added", a, "s2", "s1", "s4")
+
+	// A schedule saved or updated into another conversation moves there.
+	n1, _, _ := s.Schedule("n1")
+	n1.Key = slash
+	if err := s.SaveSchedule(n1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateSchedule("n2", func(sc *store.Schedule) bool { sc.Key = slash; return true }); err != nil {
+		t.Fatal(err)
+	}
+	list("moved", a1)
+	list("moved", slash, "n1", "n2", "x1")
+	if err := s.SaveSchedule(store.Schedule{ID: "o1", Key: a1, Prompt: "p o1", Operator: true, Created: t0}); err != nil {
+		t.Fatal(err)
+	}
+	closeStore(t, s)
+	s = open()
+	list("reopened", a, "s2", "s1", "s4")
+	list("reopened", a1, "o1")
+	list("reopened", slash, "n1", "n2", "x1")
+	if all, err := s.AllSchedules(); err != nil || len(all) != 7 {
+		t.Errorf("all schedules = %v, %v; want 7", ids(all), err)
+	}
+	if sc, _, _ := s.Schedule("s1"); !sc.Fired.Equal(t0.Add(time.Hour)) {
+		t.Errorf("s1 after reopen: %+v", sc)
+	}
+}
+
+// testAddScheduleConcurrent races adds to one conversation: however many
+// come at once, the conversation never has more than max, and of adds of
+// one id exactly one is stored.
+func testAddScheduleConcurrent(t *testing.T, open func() store.Store) {
+	s := open()
+	k := key("slack:T:C")
+	const racers, max = 12, 5
+	var added, full atomic.Int32
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Go(func() {
+			err := s.AddSchedule(store.Schedule{ID: fmt.Sprint("r", i), Key: k, Prompt: "p", Spec: "@hourly"}, max)
+			switch {
+			case err == nil:
+				added.Add(1)
+			case errors.Is(err, store.ErrScheduleLimit):
+				full.Add(1)
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	got, err := s.ConversationSchedules(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if added.Load() != max || full.Load() != racers-max || len(got) != max {
+		t.Errorf("%d adds stored, %d refused, %d listed; want %d, %d, %d", added.Load(), full.Load(), len(got), max, racers-max, max)
+	}
+	var won atomic.Int32
+	for i := range racers {
+		wg.Go(func() {
+			other := store.NewKey("slack", "T", fmt.Sprint("D", i), "")
+			switch err := s.AddSchedule(store.Schedule{ID: "same", Key: other, Prompt: "p"}, max); {
+			case err == nil:
+				won.Add(1)
+			case !errors.Is(err, store.ErrScheduleExists):
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if won.Load() != 1 {
+		t.Errorf("an id added in %d conversations at once, want one", won.Load())
+	}
+	sc, _, _ := s.Schedule("same")
+	if got, _ := s.ConversationSchedules(sc.Key); len(got) != 1 {
+		t.Errorf("the winner's conversation lists %v", ids(got))
 	}
 }

@@ -50,6 +50,8 @@ func Run(t *testing.T, fresh Fresh) {
 		{"ConcurrentUse", testConcurrentUse},
 		{"Schedules", testSchedules},
 		{"FireSchedule", testFireSchedule},
+		{"ScheduleIndex", testScheduleIndex},
+		{"AddScheduleConcurrent", testAddScheduleConcurrent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -533,6 +535,7 @@ func testInvalidArguments(t *testing.T, open func() store.Store) {
 			return err
 		}},
 		{"delete schedule without id", func() error { return s.DeleteSchedule("") }},
+		{"add schedule without id", func() error { return s.AddSchedule(store.Schedule{Prompt: "p"}, 0) }},
 	}
 	for _, tt := range tests {
 		if err := tt.do(); err == nil {
@@ -576,8 +579,13 @@ func testClosed(t *testing.T, open func() store.Store) {
 			_, err := s.UpdateSchedule("s", func(*store.Schedule) bool { return true })
 			return err
 		},
-		"DeleteSchedule":    func() error { return s.DeleteSchedule("s") },
-		"AllSchedules":      func() error { _, err := s.AllSchedules(); return err },
+		"DeleteSchedule": func() error { return s.DeleteSchedule("s") },
+		"AllSchedules":   func() error { _, err := s.AllSchedules(); return err },
+		"AddSchedule":    func() error { return s.AddSchedule(store.Schedule{ID: "s"}, 0) },
+		"ConversationSchedules": func() error {
+			_, err := s.ConversationSchedules(key("k:w:c"))
+			return err
+		},
 		"ListConversations": func() error { _, err := s.ListConversations(); return err },
 		"RecordTurn": func() error {
 			return s.RecordTurn(store.TurnRecord{ID: "t", Key: key("k:w:c"), Started: now})
