@@ -157,7 +157,7 @@ func (d *Dispatcher) command(m Message, name, args string) {
 			d.listSchedules(m, key)
 			return
 		}
-		if (name == "every" || name == "at") && d.poster(m.Platform) == nil { // the HTTP API: nowhere to post its runs
+		if (name == "every" || name == "at") && d.poster(m.Platform) == nil && d.prompter(m.Platform) == nil { // nowhere its runs could go
 			text = "⚠️ /" + name + ": a schedule's runs are posted where it was set, and nothing can be posted here (" + m.Platform + "); set it in a chat."
 		} else if d.opts.Schedules != nil {
 			text = d.opts.Schedules.Command(m, key, name, args)

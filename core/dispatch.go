@@ -108,6 +108,7 @@ type Dispatcher struct {
 	mu          sync.Mutex
 	posters     map[string]Poster // by platform; a Source that is not a Poster answers through Sinks
 	historians  map[string]Historian
+	prompters   map[string]Prompter            // by platform: where its Prompts' answers stream
 	outboxes    map[string]map[*outboxUse]bool // by folder: the running turns using it (useOutbox)
 	convs       map[store.Key]*conversation    // see conversation.go
 	refused     map[string]time.Time
@@ -193,6 +194,7 @@ func NewDispatcher(opts Options) (*Dispatcher, error) {
 		stopLife:    stop,
 		posters:     map[string]Poster{},
 		historians:  map[string]Historian{},
+		prompters:   map[string]Prompter{},
 		outboxes:    map[string]map[*outboxUse]bool{},
 		convs:       map[store.Key]*conversation{},
 		refused:     map[string]time.Time{},
@@ -214,6 +216,9 @@ func (d *Dispatcher) Register(src Source) {
 	}
 	if h, ok := src.(Historian); ok {
 		d.historians[src.Platform()] = h
+	}
+	if pr, ok := src.(Prompter); ok {
+		d.prompters[src.Platform()] = pr
 	}
 	var mine []store.InFlight
 	d.interrupted = slices.DeleteFunc(d.interrupted, func(t store.InFlight) bool {

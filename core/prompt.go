@@ -43,8 +43,8 @@ const (
 	// ends with the dispatcher's Close.
 	PromptStarted = "started"
 	// PromptUnreachable: no platform of its name is served here (its
-	// token was removed, or it was set in `bot run`'s terminal), so no
-	// agent runs for an answer nobody would see.
+	// token was removed), so no agent runs for an answer nobody would
+	// see.
 	PromptUnreachable = "unreachable"
 	// PromptHandedOver: another replica claimed the conversation as the
 	// prompt was admitted, and runs it from its mailbox as a message.
@@ -86,11 +86,15 @@ func (d *Dispatcher) RunPrompt(ctx context.Context, p Prompt) string {
 	if !p.Operator && !d.allowed(m) {
 		return PromptDenied
 	}
-	if d.poster(p.Platform) == nil {
+	pr := d.prompter(p.Platform)
+	if pr == nil && d.poster(p.Platform) == nil {
 		return PromptUnreachable
 	}
-	pr := &prompted{header: p.Header, fresh: p.Fresh, ended: make(chan string, 1)}
-	m.prompt = pr
+	if pr != nil {
+		m.Sink = promptSink(pr, p)
+	}
+	run := &prompted{header: p.Header, fresh: p.Fresh, ended: make(chan string, 1)}
+	m.prompt = run
 	key := KeyFor(m, d.opts.Scope)
 	wait := time.NewTimer(p.BusyWait)
 	defer wait.Stop()
@@ -107,7 +111,7 @@ func (d *Dispatcher) RunPrompt(ctx context.Context, p Prompt) string {
 		}
 		if queued {
 			select {
-			case o := <-pr.ended:
+			case o := <-run.ended:
 				return o
 			case <-ctx.Done():
 				return PromptStarted
@@ -192,12 +196,48 @@ func (d *Dispatcher) admitPrompt(ctx context.Context, key store.Key, m Message) 
 	return true, nil
 }
 
+// Prompter is implemented by sources whose answers stream to a Sink
+// rather than being posted (the terminal, the HTTP API), so that a Prompt
+// of theirs (a scheduled run) has somewhere to go. Its turn's events, the
+// header first, go to the sink Prompted returns as a message's Sink would
+// get them, ending with the terminal event; a note of the schedule's own
+// (Notify) comes as a Text event and Done. Prompted is called as the
+// first event comes, so a prompt skipped before its turn calls nothing;
+// neither it nor the sink may block.
+type Prompter interface {
+	Prompted(p Prompt) func(...parser.Event)
+}
+
+// prompter is where platform's prompts stream, or nil.
+func (d *Dispatcher) prompter(platform string) Prompter {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.prompters[platform]
+}
+
+// promptSink is the Sink of p's message: pr's sink for it, asked for as
+// the first event comes.
+func promptSink(pr Prompter, p Prompt) func(...parser.Event) {
+	var once sync.Once
+	var sink func(...parser.Event)
+	return func(evs ...parser.Event) {
+		once.Do(func() { sink = pr.Prompted(p) })
+		sink(evs...)
+	}
+}
+
 // Notify posts text where p's answer would go, for everyone there to see:
 // a short note of the schedule's own (paused, a run missed), not a turn.
 // It does not wait for the platform.
 func (d *Dispatcher) Notify(p Prompt, text string) {
 	m := p.message()
 	key := KeyFor(m, d.opts.Scope)
+	if pr := d.prompter(m.Platform); pr != nil {
+		d.answers.Put(key, func() {
+			pr.Prompted(p)(parser.Event{Type: parser.Text, Content: text}, parser.Event{Type: parser.Done})
+		})
+		return
+	}
 	d.answers.Put(key, func() {
 		a := d.poster(m.Platform)
 		if a == nil {

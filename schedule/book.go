@@ -57,6 +57,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Counted is told each run's outcome, for golem_schedule_runs_total.
 	Counted func(outcome string)
+	// Fires picks the schedules this Book's loop fires; nil: all. `bot
+	// serve` leaves the terminal's to `bot run`, which fires only its
+	// conversation's, so that a terminal's schedule waits, as a missed
+	// run, for the terminal to be open again.
+	Fires func(sc store.Schedule) bool
 }
 
 // Book is golem's schedules: it answers the chat's schedule commands
@@ -112,6 +117,9 @@ func New(opts Options) *Book {
 	}
 	if opts.Counted == nil {
 		opts.Counted = func(string) {}
+	}
+	if opts.Fires == nil {
+		opts.Fires = func(store.Schedule) bool { return true }
 	}
 	return &Book{opts: opts, clock: opts.Clock, log: opts.Logger, runner: opts.Runner,
 		wake: make(chan struct{}, 1), stale: make(chan struct{}, 1), dirty: map[string]bool{}}

@@ -91,7 +91,8 @@ func (b *Book) Run(ctx context.Context) {
 	}
 }
 
-// load reads every schedule (entries nil) or, into entries, those of ids.
+// load reads every schedule that the loop fires (entries nil) or, into
+// entries, those of ids.
 func (b *Book) load(entries map[string]*entry, ids ...map[string]bool) map[string]*entry {
 	if entries == nil {
 		all, err := b.opts.Store.AllSchedules()
@@ -101,6 +102,9 @@ func (b *Book) load(entries map[string]*entry, ids ...map[string]bool) map[strin
 		}
 		entries = make(map[string]*entry, len(all))
 		for _, sc := range all {
+			if !b.opts.Fires(sc) {
+				continue
+			}
 			if e, err := b.entryOf(sc); err == nil {
 				entries[sc.ID] = e
 			} else {
@@ -115,7 +119,7 @@ func (b *Book) load(entries map[string]*entry, ids ...map[string]bool) map[strin
 			switch {
 			case err != nil:
 				b.log.Error("schedules: read one", "schedule", id, "err", err)
-			case !found:
+			case !found || !b.opts.Fires(sc):
 				delete(entries, id)
 			default:
 				if e, err := b.entryOf(sc); err == nil {

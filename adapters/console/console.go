@@ -40,7 +40,8 @@ type Options struct {
 
 // Console is the terminal chat. It implements core.Adapter with platform
 // "console": answers to its messages arrive through their sinks; as a
-// Poster it prints what comes without one (an interrupted turn's notice).
+// Poster it prints what comes without one (an interrupted turn's notice);
+// as a core.Prompter it prints a scheduled run's answer.
 type Console struct {
 	in   io.Reader
 	opts Options
@@ -48,10 +49,14 @@ type Console struct {
 
 	mu        sync.Mutex // serializes writes to out
 	out       io.Writer
-	lineStart bool // the cursor is at the start of a line
+	lineStart bool   // the cursor is at the start of a line
+	waiting   string // the prompt shown while a line is awaited; "" while an answer prints
 }
 
-var _ core.Adapter = (*Console)(nil)
+var (
+	_ core.Adapter  = (*Console)(nil)
+	_ core.Prompter = (*Console)(nil)
+)
 
 // New returns a console reading lines from in and writing to out.
 func New(in io.Reader, out io.Writer, opts Options) *Console {
@@ -99,9 +104,9 @@ func (c *Console) Start(ctx context.Context, h core.Handler) error {
 	var typedAhead []line       // lines typed while an answer streamed
 	for {
 		if pending.Len() == 0 {
-			c.write(prompt, false)
+			c.ask(prompt)
 		} else {
-			c.write(continuation, false)
+			c.ask(continuation)
 		}
 		var l line
 		open := true
@@ -115,6 +120,7 @@ func (c *Console) Start(ctx context.Context, h core.Handler) error {
 			case l, open = <-lines:
 			}
 		}
+		c.ask("")
 		if !open { // ctx is done (the reader closes lines only then)
 			c.newline()
 			return nil
@@ -271,8 +277,19 @@ func (c *Console) answer(ctx context.Context, h core.Handler, asking *parser.Eve
 	return true
 }
 
-// print renders one event.
-func (c *Console) print(ev parser.Event) {
+// screen is where events are rendered: the terminal, or a page printed
+// whole once it is complete.
+type screen interface {
+	write(s string, own bool) // s; with own, on a line of its own
+	line(s string)            // s as a line of its own
+	newline()                 // ends a started line
+}
+
+// print renders one event on the terminal.
+func (c *Console) print(ev parser.Event) { render(c, ev) }
+
+// render renders one event on to.
+func render(c screen, ev parser.Event) {
 	switch ev.Type {
 	case parser.Text:
 		c.write(ev.Content, false)
@@ -315,10 +332,74 @@ func (c *Console) Limits() core.Limits { return core.Limits{MaxLen: 1 << 20} }
 // Measure counts runes: the terminal prints the Markdown as it is.
 func (c *Console) Measure(markdown string) int { return utf8.RuneCountInString(markdown) }
 
+// Prompted implements core.Prompter: the answer of a scheduled run (its
+// "⏰ name · 09:00" line first) is gathered as it streams and printed whole
+// when it ends, as a block of its own (see block), so that it never mixes
+// with a line being typed. A permission request of the run shows in it, but
+// only the terminal's own turns can answer one: the request waits for
+// permissions.timeout.
+func (c *Console) Prompted(core.Prompt) func(...parser.Event) {
+	var mu sync.Mutex
+	pg := &page{lineStart: true}
+	return func(evs ...parser.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, ev := range evs {
+			render(pg, ev)
+			if ev.Terminal() {
+				c.block(pg.b.String())
+				pg.b.Reset()
+			}
+		}
+	}
+}
+
+// block prints s, text that is no answer of the terminal's own turn (a
+// scheduled run's answer, a notice), on lines of its own. While a line is
+// awaited it starts below the prompt's line, whatever was typed on it,
+// and the prompt is shown again after it: the terminal keeps what was
+// typed, and Enter sends it whole.
+func (c *Console) block(s string) {
+	s = strings.TrimRight(s, "\n") + "\n"
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.lineStart {
+		s = "\n" + s
+	}
+	s += c.waiting
+	_, _ = io.WriteString(c.out, s)
+	c.lineStart = c.waiting == ""
+}
+
+// page is a screen that gathers what is rendered on it.
+type page struct {
+	b         strings.Builder
+	lineStart bool
+}
+
+func (p *page) write(s string, own bool) {
+	if s == "" {
+		return
+	}
+	if own && !p.lineStart {
+		s = "\n" + s
+	}
+	p.b.WriteString(s)
+	p.lineStart = strings.HasSuffix(s, "\n")
+}
+
+func (p *page) line(s string) { p.write(s+"\n", true) }
+
+func (p *page) newline() {
+	if !p.lineStart {
+		p.write("\n", false)
+	}
+}
+
 // Send prints a notice that is not part of an answer (an interrupted
-// turn's, for example) on its own line.
+// turn's, for example) as a block of its own.
 func (c *Console) Send(_ context.Context, to core.Place, text string) (core.MessageRef, error) {
-	c.line("ℹ️  " + strings.TrimRight(text, "\n"))
+	c.block("ℹ️  " + strings.TrimRight(text, "\n"))
 	return core.MessageRef{Channel: to.Channel, Thread: to.Thread, ID: "notice-" + strconv.FormatUint(c.seq.Add(1), 10)}, nil
 }
 
@@ -346,6 +427,17 @@ func (c *Console) write(s string, own bool) {
 	}
 	_, _ = io.WriteString(c.out, s)
 	c.lineStart = strings.HasSuffix(s, "\n")
+}
+
+// ask shows prompt, the terminal awaiting a line; "" once a line came.
+func (c *Console) ask(prompt string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.waiting = prompt
+	if prompt != "" {
+		_, _ = io.WriteString(c.out, prompt)
+		c.lineStart = false
+	}
 }
 
 // inputEnded notes that the user's Enter (echoed by the terminal) ended

@@ -60,7 +60,9 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
-func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
+// newApp wires golem from cfg. fires picks the schedules its loop fires;
+// nil: all but the terminal's (see notTerminal).
+func newApp(cfg config.Config, log *slog.Logger, fires func(store.Schedule) bool) (*app, error) {
 	workspace, err := filepath.Abs(cfg.Path(cfg.Workspace))
 	if err != nil {
 		return nil, err
@@ -136,7 +138,10 @@ func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 		st.Close()
 		return nil, fmt.Errorf("schedules: %w", err)
 	}
-	sopts.Store, sopts.Logger, sopts.Counted = st, log, meter.ScheduleRun
+	if fires == nil {
+		fires = notTerminal
+	}
+	sopts.Store, sopts.Logger, sopts.Counted, sopts.Fires = st, log, meter.ScheduleRun, fires
 	book := schedule.New(sopts)
 	budgets := core.Budgets{DailyUSDPerUser: cfg.Limits.DailyUSDPerUser, MonthlyUSDPerConversation: cfg.Limits.MonthlyUSDPerConversation}
 	if cfg.Limits.ExemptApprovers { // permissions.approvers are never refused
@@ -292,6 +297,10 @@ func (a *app) cleanWorktreesLeading(ctx context.Context) {
 		}
 	}
 }
+
+// notTerminal picks the schedules `bot serve` fires: all but those set in
+// `bot run`'s terminal, which wait for it (see runChat).
+func notTerminal(sc store.Schedule) bool { return sc.Platform != "console" }
 
 // runSchedules fires the scheduled prompts while this replica leads
 // "schedules" (alone: always), until ctx ends.

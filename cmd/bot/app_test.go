@@ -21,7 +21,7 @@ func TestQueueDepthZeroLetsNoMessageWait(t *testing.T) {
 	cfg.Workspace, cfg.Store, cfg.Skills = dir, filepath.Join(dir, "golem.db"), ""
 	cfg.Engines["claude-code"].Base().Command = enginetest.Build(t)
 	cfg.QueueDepth = 0
-	a, err := newApp(cfg, newLogger(io.Discard, "error"))
+	a, err := newApp(cfg, newLogger(io.Discard, "error"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,11 +53,11 @@ func TestWorktreeIsolationNeedsARepository(t *testing.T) {
 	cfg := config.Default()
 	cfg.Workspace, cfg.Store, cfg.Skills = dir, filepath.Join(dir, "data", "golem.db"), ""
 	cfg.Isolation = worktree.Worktree
-	if _, err := newApp(cfg, newLogger(io.Discard, "error")); err == nil || !strings.HasPrefix(err.Error(), "isolation: ") {
+	if _, err := newApp(cfg, newLogger(io.Discard, "error"), nil); err == nil || !strings.HasPrefix(err.Error(), "isolation: ") {
 		t.Fatalf("isolation: worktree on a plain folder started (err %v), want refused naming isolation", err)
 	}
 	cfg.Isolation = worktree.Shared
-	a, err := newApp(cfg, newLogger(io.Discard, "error"))
+	a, err := newApp(cfg, newLogger(io.Discard, "error"), nil)
 	if err != nil {
 		t.Fatalf("isolation: shared needs no repository: %v", err)
 	}

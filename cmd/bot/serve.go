@@ -24,7 +24,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	log := newLogger(stderr, cfg.LogLevel)
-	a, err := newApp(cfg, log)
+	a, err := newApp(cfg, log, nil)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,8 @@ import (
 // declares a schedule (min_interval lowered, as for tests): the loop runs
 // under the replica's leadership, the job is answered in its Telegram
 // chat under its header, again at its next instant, and each run is
-// recorded in the store that a restart reads.
+// recorded in the store that a restart reads. A schedule set in `bot run`'s
+// terminal, due meanwhile, is left for the terminal.
 func TestServeRunsDeclaredSchedules(t *testing.T) {
 	tg := telegramtest.New(t, telegramtest.Options{})
 	dir := t.TempDir()
@@ -40,6 +41,17 @@ schedules:
 `, enginetest.Build(t), tg.URL)
 	path := filepath.Join(dir, "bot.yaml")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(filepath.Join(dir, "data", "golem.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveSchedule(store.Schedule{ID: "term", Key: store.NewKey("console", "", "console", "console"), Platform: "console",
+		Channel: "console", User: "console", Spec: "@every 1h", Prompt: "p", Created: time.Now().Add(-61 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -64,11 +76,14 @@ schedules:
 	case <-time.After(30 * time.Second):
 		t.Fatalf("bot serve did not stop; log:\n%s", stderr.String())
 	}
-	st, err := store.Open(filepath.Join(dir, "data", "golem.db"))
+	st, err = store.Open(filepath.Join(dir, "data", "golem.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	if sc, _, err := st.Schedule("term"); err != nil || !sc.Fired.IsZero() || sc.LastOutcome != "" {
+		t.Errorf("bot serve touched the terminal's schedule: %+v, %v", sc, err)
+	}
 	sc, found, err := st.Schedule("pulse")
 	if err != nil || !found || !sc.Operator || sc.Fired.IsZero() || sc.LastRun.IsZero() {
 		t.Errorf("the job's record after serve stopped: %+v, %t, %v", sc, found, err)

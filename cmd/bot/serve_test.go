@@ -19,14 +19,31 @@ import (
 
 // syncBuffer is a bytes.Buffer safe for the logger and the test at once.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // receives (without blocking) after each write, once made by changed
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.written != nil {
+		select {
+		case s.written <- struct{}{}:
+		default:
+		}
+	}
 	return s.b.Write(p)
+}
+
+// changed receives after each write from now on.
+func (s *syncBuffer) changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.written == nil {
+		s.written = make(chan struct{}, 1)
+	}
+	return s.written
 }
 
 func (s *syncBuffer) String() string {
