@@ -21,7 +21,8 @@ type Prompt struct {
 	// no person whose access to check.
 	Operator bool
 	Text     string
-	Header   string // the answer's first line, e.g. "⏰ daily-build · 09:00"
+	Header   string // the answer's first line, e.g. "⏰ daily-build · 09:00"; "" for a note
+	Schedule string // the id of the schedule it is a run of, for the sources that keep its runs
 	// Fresh runs the turn in a new agent session and keeps the
 	// conversation's own session as it was.
 	Fresh bool
@@ -90,12 +91,12 @@ func (d *Dispatcher) RunPrompt(ctx context.Context, p Prompt) string {
 	if pr == nil && d.poster(p.Platform) == nil {
 		return PromptUnreachable
 	}
+	key := KeyFor(m, d.opts.Scope)
 	if pr != nil {
-		m.Sink = promptSink(pr, p)
+		m.Sink = promptSink(pr, key, p)
 	}
 	run := &prompted{header: p.Header, fresh: p.Fresh, ended: make(chan string, 1)}
 	m.prompt = run
-	key := KeyFor(m, d.opts.Scope)
 	wait := time.NewTimer(p.BusyWait)
 	defer wait.Stop()
 	for {
@@ -201,11 +202,11 @@ func (d *Dispatcher) admitPrompt(ctx context.Context, key store.Key, m Message) 
 // of theirs (a scheduled run) has somewhere to go. Its turn's events, the
 // header first, go to the sink Prompted returns as a message's Sink would
 // get them, ending with the terminal event; a note of the schedule's own
-// (Notify) comes as a Text event and Done. Prompted is called as the
-// first event comes, so a prompt skipped before its turn calls nothing;
-// neither it nor the sink may block.
+// (Notify) comes as a Text event and Done. Prompted is called, with the
+// prompt's conversation key, as the first event comes, so a prompt skipped
+// before its turn calls nothing; neither it nor the sink may block.
 type Prompter interface {
-	Prompted(p Prompt) func(...parser.Event)
+	Prompted(key store.Key, p Prompt) func(...parser.Event)
 }
 
 // prompter is where platform's prompts stream, or nil.
@@ -217,11 +218,11 @@ func (d *Dispatcher) prompter(platform string) Prompter {
 
 // promptSink is the Sink of p's message: pr's sink for it, asked for as
 // the first event comes.
-func promptSink(pr Prompter, p Prompt) func(...parser.Event) {
+func promptSink(pr Prompter, key store.Key, p Prompt) func(...parser.Event) {
 	var once sync.Once
 	var sink func(...parser.Event)
 	return func(evs ...parser.Event) {
-		once.Do(func() { sink = pr.Prompted(p) })
+		once.Do(func() { sink = pr.Prompted(key, p) })
 		sink(evs...)
 	}
 }
@@ -234,7 +235,7 @@ func (d *Dispatcher) Notify(p Prompt, text string) {
 	key := KeyFor(m, d.opts.Scope)
 	if pr := d.prompter(m.Platform); pr != nil {
 		d.answers.Put(key, func() {
-			pr.Prompted(p)(parser.Event{Type: parser.Text, Content: text}, parser.Event{Type: parser.Done})
+			pr.Prompted(key, p)(parser.Event{Type: parser.Text, Content: text}, parser.Event{Type: parser.Done})
 		})
 		return
 	}

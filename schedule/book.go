@@ -188,7 +188,7 @@ func (b *Book) prompt(sc store.Schedule, header string) core.Prompt {
 		fresh = false
 	}
 	return core.Prompt{Platform: sc.Platform, Workspace: sc.Workspace, Channel: sc.Channel, Thread: sc.Thread,
-		User: sc.User, UserName: sc.UserName, Operator: sc.Operator && sc.User == "", Text: sc.Prompt, Header: header,
+		User: sc.User, UserName: sc.UserName, Operator: sc.Operator && sc.User == "", Text: sc.Prompt, Header: header, Schedule: sc.ID,
 		Fresh: fresh, BusyWait: b.opts.BusyWait}
 }
 

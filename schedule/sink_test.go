@@ -13,10 +13,10 @@ import (
 	"github.com/golem-chat/golem/schedule"
 )
 
-// TestCommandsFromAStream: from a source that is no chat (the HTTP API,
-// answering on each message's Sink), /schedules and the commands that take
-// an id work, and /every is refused in one line: its runs could be posted
-// nowhere.
+// TestCommandsFromAStream: from a source that answers on each message's
+// Sink and was registered neither as a Poster nor as a core.Prompter,
+// /schedules and the commands that take an id work, and /every is refused
+// in one line: its runs could go nowhere.
 func TestCommandsFromAStream(t *testing.T) {
 	bot := bottest.New(t, bottest.Options{Trusted: []string{"http"}, Tune: func(o *core.Options) {
 		o.Schedules = schedule.New(schedule.Options{Store: o.Store})

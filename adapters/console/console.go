@@ -18,6 +18,7 @@ import (
 
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/parser"
+	"github.com/golem-chat/golem/store"
 )
 
 // Defaults for Options.
@@ -338,7 +339,7 @@ func (c *Console) Measure(markdown string) int { return utf8.RuneCountInString(m
 // with a line being typed. A permission request of the run shows in it, but
 // only the terminal's own turns can answer one: the request waits for
 // permissions.timeout.
-func (c *Console) Prompted(core.Prompt) func(...parser.Event) {
+func (c *Console) Prompted(store.Key, core.Prompt) func(...parser.Event) {
 	var mu sync.Mutex
 	pg := &page{lineStart: true}
 	return func(evs ...parser.Event) {

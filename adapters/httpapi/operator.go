@@ -304,21 +304,8 @@ func sortListed(all []listed) {
 // conversation's key (NUL, "/", "..", too long, not a key's form), 404
 // for one that names no conversation here or in the store.
 func (s *Server) pathKey(w http.ResponseWriter, r *http.Request) (store.Key, listed, bool) {
-	raw := r.PathValue("key")
-	switch {
-	case raw == "":
-		writeError(w, http.StatusBadRequest, "no conversation key")
-		return store.Key{}, listed{}, false
-	case len(raw) > MaxKeyLen:
-		writeError(w, http.StatusBadRequest, "a conversation key is at most "+strconv.Itoa(MaxKeyLen)+" bytes")
-		return store.Key{}, listed{}, false
-	case strings.ContainsAny(raw, "\x00/") || strings.Contains(raw, ".."):
-		writeError(w, http.StatusBadRequest, `a conversation key has no NUL, "/" or ".."`)
-		return store.Key{}, listed{}, false
-	}
-	key, err := store.ParseKey(raw)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "not a conversation key: "+err.Error())
+	key, ok := parsePathKey(w, r)
+	if !ok {
 		return store.Key{}, listed{}, false
 	}
 	conv, err := s.opts.Store.Conversation(key)

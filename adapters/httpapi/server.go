@@ -223,6 +223,7 @@ func (s *Server) routes(base context.Context, h core.Handler) http.Handler {
 		api.HandleFunc("GET /v1/conversations", s.conversations)
 		api.HandleFunc("GET /v1/conversations/{key}", s.conversation)
 		api.HandleFunc("GET /v1/conversations/{key}/events", s.events)
+		api.HandleFunc("GET /v1/conversations/{key}/runs", s.runs)
 		api.HandleFunc("GET /v1/conversations/{key}/diff", s.diff)
 		api.HandleFunc("POST /v1/conversations/{key}/stop", s.stopConversation)
 		api.HandleFunc("POST /v1/conversations/{key}/new", s.newConversation)

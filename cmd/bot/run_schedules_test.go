@@ -150,7 +150,9 @@ schedules:
 		}
 	}
 	check("late", func(sc store.Schedule, found bool) bool { return found && sc.LastOutcome == "done" })
-	check("long", func(sc store.Schedule, found bool) bool { return found && sc.LastOutcome == "missed" && !sc.Missed.IsZero() })
+	check("long", func(sc store.Schedule, found bool) bool {
+		return found && sc.LastOutcome == "missed" && !sc.Missed.IsZero()
+	})
 	check("gone", func(_ store.Schedule, found bool) bool { return !found })
 	check("else", func(sc store.Schedule, found bool) bool { return found && sc.Fired.IsZero() })
 	check(id, func(sc store.Schedule, found bool) bool { return found && sc.Paused && sc.LastOutcome == "done" })
