@@ -1,6 +1,6 @@
 # `make test` is THE test command: it installs what the tests need when it is
 # missing (staticcheck, the pinned Claude Code, Codex, Gemini and OpenCode CLIs, Chromium, bubblewrap
-# and socat for the sandbox), then runs vet,
+# for the sandbox), then runs vet,
 # staticcheck and the race-enabled tests. A fresh machine passes with it alone.
 
 CLAUDE_CODE_VERSION := 2.1.197
@@ -68,9 +68,9 @@ $(OPENCODE_BIN):
 	test -x $(OPENCODE_BIN)
 
 sandbox-tools:
-	@command -v bwrap >/dev/null 2>&1 && command -v socat >/dev/null 2>&1 || { \
-		echo "installing Debian's bubblewrap and socat for the sandbox tests"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap socat >/dev/null; }
+	@command -v bwrap >/dev/null 2>&1 || { \
+		echo "installing Debian's bubblewrap for the sandbox tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; }
 
 chromium:
 	@command -v $(GOLEM_CHROMIUM_BIN) >/dev/null 2>&1 || { \

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/golem-chat/golem/engine"
+	"github.com/golem-chat/golem/engine/enginetest"
 	"github.com/golem-chat/golem/parser"
 	"github.com/golem-chat/golem/sandbox"
 	"github.com/golem-chat/golem/sandbox/sandboxtest"
@@ -124,26 +125,9 @@ func TestSandboxedFakeAgent(t *testing.T) {
 // running golem) ends with an error saying the sandbox could not start and
 // why; the next turn runs.
 func TestSandboxFailsToStart(t *testing.T) {
-	sandboxtest.Require(t)
-	dir := t.TempDir()
-	flag := filepath.Join(dir, "fail-once")
-	os.WriteFile(flag, nil, 0o644)
-	wrapper := filepath.Join(dir, "bwrap")
-	script := "#!/bin/sh\nif [ -e " + flag + " ]; then rm " + flag + "; echo 'bwrap: setting up uid map: Permission denied' >&2; exit 1; fi\nexec bwrap \"$@\"\n"
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	e, logPath := fake(t, "claude-code", engine.Config{})
-	sb, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.ModeOn, Network: sandbox.None,
-		Writable: []string{filepath.Dir(logPath)}}, sandbox.Options{
-		Probe: func(ctx context.Context) sandbox.Status {
-			st := sandbox.Probe(ctx)
-			st.Bwrap = wrapper
-			return st
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sb := onceWrappedSandbox(t, sandbox.Config{Network: sandbox.None, Writable: []string{filepath.Dir(logPath)}},
+		"echo 'bwrap: setting up uid map: Permission denied' >&2; exit 1")
 	work := t.TempDir()
 	turn := engine.Turn{Prompt: "hi", Workdir: work, Sandbox: sb.Turn(sandbox.Config{}, sandbox.Place{Workdir: work})}
 	events := runTurn(t, e, turn)
@@ -155,4 +139,52 @@ func TestSandboxFailsToStart(t *testing.T) {
 	if events := runTurn(t, e, turn); textOf(events) != "echo: hi" {
 		t.Errorf("the next turn: %+v", events)
 	}
+}
+
+// TestSandboxProxyPortFails: where the proxy's port cannot open in the
+// sandbox (here a bwrap that does not pass golem's socket on), the turn
+// ends with an error saying the sandbox could not start and why, the CLI
+// never runs, and the next turn runs.
+func TestSandboxProxyPortFails(t *testing.T) {
+	e, logPath := fake(t, "claude-code", engine.Config{})
+	sb := onceWrappedSandbox(t, sandbox.Config{Writable: []string{filepath.Dir(logPath)}}, "exec 5>&-")
+	work := sandboxtest.Dir(t)
+	turn := engine.Turn{Prompt: "hi", Workdir: work, Sandbox: sb.Turn(sandbox.Config{}, sandbox.Place{Workdir: work})}
+	events := runTurn(t, e, turn)
+	last := events[len(events)-1]
+	if last.Type != parser.Error || !strings.Contains(last.Message, "the agent's sandbox could not start") ||
+		!strings.Contains(last.Message, "could not open the proxy's port 127.0.0.1:3128 inside") {
+		t.Errorf("the turn whose proxy port failed ended with %+v", last)
+	}
+	if invs := enginetest.ReadLog(t, logPath); len(invs) != 0 {
+		t.Errorf("the CLI ran %d times", len(invs))
+	}
+	if events := runTurn(t, e, turn); textOf(events) != "echo: hi" {
+		t.Errorf("the next turn: %+v", events)
+	}
+}
+
+// onceWrappedSandbox returns a sandbox of cfg (mode on) whose bwrap is a
+// script that runs once first, the first time only, then execs bwrap.
+func onceWrappedSandbox(t *testing.T, cfg sandbox.Config, once string) *sandbox.Sandbox {
+	t.Helper()
+	sandboxtest.Require(t)
+	dir := t.TempDir()
+	flag := filepath.Join(dir, "once")
+	os.WriteFile(flag, nil, 0o644)
+	wrapper := filepath.Join(dir, "bwrap")
+	script := "#!/bin/sh\nif [ -e " + flag + " ]; then rm " + flag + "; " + once + "; fi\nexec bwrap \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Mode = sandbox.ModeOn
+	sb, err := sandbox.New(context.Background(), cfg, sandbox.Options{Probe: func(ctx context.Context) sandbox.Status {
+		st := sandbox.Probe(ctx)
+		st.Bwrap = wrapper
+		return st
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sb
 }

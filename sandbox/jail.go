@@ -14,8 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
+	"github.com/golem-chat/golem/sandbox/proxyport"
 	"golang.org/x/sys/unix"
 )
 
@@ -36,13 +36,17 @@ type Command struct {
 }
 
 // Jail is one started sandbox's command and what it holds: its proxy, the
-// socket's folder and the pipe bwrap reports on. Close it once the process
-// has exited.
+// socket its port comes through and the pipe bwrap reports on. Close it
+// once the process has exited.
 type Jail struct {
-	Path  string   // bwrap
-	Args  []string // without argv[0]
-	Env   []string
-	Extra []*os.File // ExtraFiles of the process: fd 3 is bwrap's status pipe, fd 4 its arguments
+	Path string   // bwrap
+	Args []string // without argv[0]
+	Env  []string
+	// Extra are the ExtraFiles of the process: fd 3 is bwrap's status
+	// pipe, fd 4 its arguments; with a network, fd 5 the socket the
+	// proxy's port comes through and fd 6 golem's executable (see package
+	// proxyport).
+	Extra []*os.File
 
 	// mounts are bwrap's own arguments, which it reads from fd 4 (--args)
 	// rather than its command line: in the sandbox that is /proc/1/cmdline,
@@ -52,24 +56,18 @@ type Jail struct {
 	status  *os.File // read end of the status pipe
 	started chan bool
 	proxy   *Proxy
-	dir     string // the proxy socket's folder, removed by Close
-	// relayLog and relayGo are the relay's FIFOs (see relayScript).
-	relayLog, relayGo *os.File
-	turn              *Turn
-	once              sync.Once
+	// port is golem's end of the socket pair the sandbox's proxy port
+	// comes through (see package proxyport); opened says, once, whether
+	// it came.
+	port   *net.UnixConn
+	opened chan bool
+	turn   *Turn
+	once   sync.Once
 }
 
 // agentID is the uid and gid of the agent inside the sandbox when golem
 // runs as root: nobody's, which every system has in /etc/passwd.
 const agentID = "65534"
-
-// relayPort is the TCP port inside the sandbox where socat hands
-// connections to golem's proxy socket; each sandbox has its own loopback.
-const relayPort = 3128
-
-// proxyMount is where the proxy socket's folder appears inside (within the
-// sandbox's private /tmp).
-const proxyMount = "/tmp/.golem-proxy"
 
 // credentials are the paths below $HOME hidden from every agent: keys,
 // tokens and logins of other tools. The rest of $HOME stays visible,
@@ -217,13 +215,7 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 	env = append(env, "TMPDIR=/tmp")
 	j := &Jail{turn: t, started: make(chan bool, 1)}
 	if t.policy.Network != None {
-		if err := j.listen(append(slices.Clone(c.APIHosts), t.policy.AllowHosts...)); err != nil {
-			j.Close()
-			return nil, err
-		}
-		b.mask(filepath.Dir(j.dir)) // the other turns' proxy sockets
-		b.args = append(b.args, "--bind", j.dir, proxyMount)
-		url := "http://127.0.0.1:" + strconv.Itoa(relayPort)
+		url := "http://127.0.0.1:" + strconv.Itoa(proxyport.Port)
 		for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy"} {
 			env = append(env, k+"="+url)
 		}
@@ -241,16 +233,23 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 	j.mounts = append(b.args, "--json-status-fd", "3")
 	argFile, err := argsFile(j.mounts)
 	if err != nil {
+		r.Close()
 		j.Close()
 		return nil, fmt.Errorf("sandbox: bubblewrap's arguments: %w", err)
 	}
 	j.Extra = append(j.Extra, argFile)
 	args := []string{"--args", "4", "--"}
 	if t.policy.Network != None {
-		args = append(args, "/bin/sh", "-c", relayScript, "golem-sandbox", t.s.st.Socat, c.Path)
-	} else {
-		args = append(args, c.Path)
+		hand, exe, err := j.listen(append(slices.Clone(c.APIHosts), t.policy.AllowHosts...))
+		if err != nil {
+			r.Close()
+			j.Close()
+			return nil, err
+		}
+		j.Extra = append(j.Extra, hand, exe) // fds 5 and 6: proxyport.HandFD, ExeFD
+		args = append(args, proxyport.Exe, proxyport.Arg)
 	}
+	args = append(args, c.Path)
 	args = append(args, c.Args...)
 	j.Path, j.Args, j.Env = t.s.st.Bwrap, args, env
 	go j.watch()
@@ -259,18 +258,6 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 	t.s.mu.Unlock()
 	return j, nil
 }
-
-// relayScript starts socat relaying 127.0.0.1:3128 inside the sandbox to
-// golem's proxy socket, and execs the CLI once socat listens. socat says
-// so in its log (-d -d), which goes to a FIFO that golem reads (watchRelay);
-// golem then writes "go" (or "fail") to the other FIFO, on which the
-// script waits with a blocking read: no polling, no helper process. $1 is
-// socat, $2... the CLI.
-var relayScript = `s=$1; shift
-"$s" -d -d -b 262144 TCP-LISTEN:` + strconv.Itoa(relayPort) + `,bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:` + proxyMount + `/proxy.sock 2>` + proxyMount + `/relay.log &
-read -r ready < ` + proxyMount + `/relay.go
-[ "$ready" = go ] || { echo "golem's sandbox: the proxy relay (socat) did not start" >&2; exit 125; }
-exec "$@"`
 
 // Mounts is bwrap's arguments up to the command, for a debug log.
 func (j *Jail) Mounts() string { return strings.Join(j.mounts, " ") }
@@ -299,62 +286,77 @@ func argsFile(args []string) (*os.File, error) {
 	return f, nil
 }
 
-// listen starts the turn's proxy on a socket in a folder of its own.
-func (j *Jail) listen(hosts []string) error {
-	p, err := NewProxy(j.turn.policy.Network, hosts, j.turn.s.log)
+// listen starts the turn's proxy, to serve on the port the sandbox's
+// first process opens and sends over the socket pair (package proxyport).
+// It returns what the sandbox's command gets as fds 5 and 6: the pair's
+// other end and golem's own executable.
+func (j *Jail) listen(hosts []string) (hand, exe *os.File, err error) {
+	if j.proxy, err = NewProxy(j.turn.policy.Network, hosts, j.turn.s.log); err != nil {
+		return nil, nil, fmt.Errorf("sandbox: %w", err)
+	}
+	// The executable running now, even where its file was replaced or
+	// removed since: what proxyport does is this build's.
+	if exe, err = os.Open("/proc/self/exe"); err != nil {
+		return nil, nil, fmt.Errorf("sandbox: golem's executable: %w", err)
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("sandbox: %w", err)
+		exe.Close()
+		return nil, nil, fmt.Errorf("sandbox: the proxy port's socket pair: %w", err)
 	}
-	dir, err := j.turn.s.proxyDir()
+	mine := os.NewFile(uintptr(fds[0]), "golem-proxy-port")
+	hand = os.NewFile(uintptr(fds[1]), "golem-proxy-port-hand")
+	c, err := net.FileConn(mine)
+	mine.Close()
 	if err != nil {
-		return fmt.Errorf("sandbox: proxy folder: %w", err)
+		exe.Close()
+		hand.Close()
+		return nil, nil, fmt.Errorf("sandbox: the proxy port's socket pair: %w", err)
 	}
-	j.dir = dir
-	// The folder is golem's alone (MkdirTemp makes it 0700).
-	l, err := net.Listen("unix", filepath.Join(dir, "proxy.sock"))
-	if err != nil {
-		return fmt.Errorf("sandbox: proxy socket: %w", err)
-	}
-	j.proxy = p
-	go p.Serve(l)
-	// The relay's FIFOs, opened read-write so that neither open blocks
-	// (whichever side comes first) and Close ends both.
-	for _, name := range []string{"relay.log", "relay.go"} {
-		if err := syscall.Mkfifo(filepath.Join(dir, name), 0o600); err != nil {
-			return fmt.Errorf("sandbox: relay FIFO: %w", err)
-		}
-	}
-	if j.relayLog, err = os.OpenFile(filepath.Join(dir, "relay.log"), os.O_RDWR, 0); err != nil {
-		return fmt.Errorf("sandbox: relay FIFO: %w", err)
-	}
-	if j.relayGo, err = os.OpenFile(filepath.Join(dir, "relay.go"), os.O_RDWR, 0); err != nil {
-		return fmt.Errorf("sandbox: relay FIFO: %w", err)
-	}
-	go j.watchRelay(j.relayLog, j.relayGo)
-	return nil
+	j.port, j.opened = c.(*net.UnixConn), make(chan bool, 1)
+	go j.serve()
+	return hand, exe, nil
 }
 
-// watchRelay reads socat's log until it listens (then tells the script to
-// go on) or fails (then to give up), and drains the rest, per-connection
-// notices, until Close.
-func (j *Jail) watchRelay(log, ready *os.File) {
-	sc := bufio.NewScanner(log)
-	told := false
-	for sc.Scan() {
-		if told {
-			continue
-		}
-		line := sc.Text()
-		switch {
-		case strings.Contains(line, "listening on"):
-			ready.WriteString("go\n")
-			told = true
-		case strings.Contains(line, " E "): // socat's error level
-			j.turn.s.log.Warn("sandbox: the proxy relay (socat) failed", "err", line)
-			ready.WriteString("fail\n")
-			told = true
-		}
+// serve waits for the sandbox's proxy port and serves the proxy on it
+// until Close. Nothing comes when the sandbox ended first (bubblewrap
+// failed, or the port could not open: its stderr says why).
+func (j *Jail) serve() {
+	l := j.receive()
+	j.port.Close() // one port a sandbox: what else came is not golem's
+	j.opened <- l != nil
+	if l != nil {
+		j.proxy.Serve(l)
 	}
+}
+
+// receive reads the listening socket from the socket pair; nil when none
+// came.
+func (j *Jail) receive() net.Listener {
+	oob := make([]byte, unix.CmsgSpace(4))
+	_, oobn, _, _, err := j.port.ReadMsgUnix(make([]byte, 1), oob)
+	if err != nil || oobn == 0 {
+		return nil
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return nil
+	}
+	f := os.NewFile(uintptr(fds[0]), "golem-proxy-port")
+	defer f.Close()
+	l, err := net.FileListener(f)
+	if err != nil {
+		j.turn.s.log.Warn("sandbox: what came from the sandbox is not a listening socket", "err", err)
+		return nil
+	}
+	return l
 }
 
 // watch reads bwrap's status pipe: a child-pid line once the sandbox is
@@ -378,11 +380,16 @@ func (j *Jail) watch() {
 }
 
 // Started reports, once the process has exited, whether the sandbox was
-// made and the CLI started in it: false means bwrap itself failed (its
-// stderr says why).
+// made and the CLI started in it: false means bwrap itself failed, or,
+// with a network, the proxy's port did not open inside (their stderr says
+// why).
 func (j *Jail) Started() bool {
 	ok := <-j.started
 	j.started <- ok
+	if ok && j.opened != nil {
+		ok = <-j.opened
+		j.opened <- ok
+	}
 	return ok
 }
 
@@ -402,13 +409,8 @@ func (j *Jail) Close() {
 		if j.proxy != nil {
 			j.proxy.Close()
 		}
-		for _, f := range []*os.File{j.relayLog, j.relayGo} {
-			if f != nil {
-				f.Close()
-			}
-		}
-		if j.dir != "" {
-			j.turn.s.removeProxyDir(j.dir)
+		if j.port != nil {
+			j.port.Close()
 		}
 		if j.turn != nil && j.Path != "" {
 			j.turn.s.mu.Lock()

@@ -104,7 +104,6 @@ func (c Config) Validate(prefix string) error {
 // Status is what Probe learned of this machine.
 type Status struct {
 	Bwrap string // the bwrap found, "" when none
-	Socat string // the socat found (network: allowlist needs it), "" when none
 	// Err says why bwrap cannot sandbox here, with what to install or
 	// enable; nil when it works.
 	Err error
@@ -116,11 +115,10 @@ func (s Status) Works() bool { return s.Err == nil }
 // probeTimeout bounds the probe's sandbox.
 const probeTimeout = 10 * time.Second
 
-// Probe finds bwrap and socat and starts one sandbox as agents get it
-// (user and PID namespaces, no network) running /bin/true.
+// Probe finds bwrap and starts one sandbox as agents get it (user and PID
+// namespaces, no network) running /bin/true.
 func Probe(ctx context.Context) Status {
 	var st Status
-	st.Socat, _ = exec.LookPath("socat")
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
 		st.Err = errors.New("bubblewrap is not installed: install it (`apt-get install bubblewrap`, `dnf install bubblewrap`)")
@@ -170,13 +168,9 @@ type Sandbox struct {
 	// not).
 	off string
 
-	mu   sync.Mutex
-	runs int // sandboxes running, for tests and benchmarks
-	// proxyRoot is the folder of the turns' proxy folders while proxyDirs
-	// are in it (see proxyDir).
-	proxyRoot string
-	proxyDirs int
-	scans     map[string]*socketScan // the sockets in each socketFolder (sockets)
+	mu    sync.Mutex
+	runs  int                    // sandboxes running, for tests and benchmarks
+	scans map[string]*socketScan // the sockets in each socketFolder (sockets)
 }
 
 // ErrUnavailable is wrapped by New when sandbox.mode: on (global or a
@@ -184,9 +178,8 @@ type Sandbox struct {
 var ErrUnavailable = errors.New("the sandbox cannot work here")
 
 // New probes the machine once and returns golem's sandbox. With mode on
-// (globally or for a channel) where bwrap does not work, or network:
-// allowlist without socat, it fails naming sandbox.mode and what to
-// install or enable; with auto it logs a warning and runs agents
+// (globally or for a channel) where bwrap does not work, it fails naming
+// sandbox.mode and what to install or enable; with auto it logs a warning and runs agents
 // unsandboxed (Off says why).
 func New(ctx context.Context, cfg Config, o Options) (*Sandbox, error) {
 	if o.Logger == nil {
@@ -207,13 +200,9 @@ func New(ctx context.Context, cfg Config, o Options) (*Sandbox, error) {
 		}
 	}
 	modes := map[Mode]string{} // which key asks for each mode
-	needSocat := ""
 	each := func(key string, c Config) {
 		if _, ok := modes[c.Mode]; !ok {
 			modes[c.Mode] = key
-		}
-		if c.Mode != ModeOff && c.Network != None && needSocat == "" {
-			needSocat = key
 		}
 	}
 	each("sandbox", cfg)
@@ -229,12 +218,7 @@ func New(ctx context.Context, cfg Config, o Options) (*Sandbox, error) {
 		probe = Probe
 	}
 	s.st = probe(ctx)
-	removeStaleProxyRoots()
-	why := s.st.Err
-	if why == nil && needSocat != "" && s.st.Socat == "" {
-		why = fmt.Errorf("%s.network: allowlist and open need socat inside the sandbox (the way to golem's proxy), and it is not installed: install it (`apt-get install socat`), or set the network to none", needSocat)
-	}
-	if why != nil {
+	if why := s.st.Err; why != nil {
 		if key, ok := modes[ModeOn]; ok {
 			return nil, fmt.Errorf("%s.mode: on, but %w: %w", key, ErrUnavailable, why)
 		}

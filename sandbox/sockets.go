@@ -1,15 +1,12 @@
 package sandbox
 
 import (
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -19,9 +16,9 @@ import (
 // users). Every network mode has a network namespace of its own, which
 // takes away the host's abstract sockets (X11, containerd's shims); the
 // path sockets are hidden where they live: /tmp and /run (with /var/run)
-// are the sandbox's own, the sockets below $HOME and /var are masked one
-// by one (sockets), and golem's other proxy sockets are in one folder that
-// every sandbox masks (proxyDir).
+// are the sandbox's own, and the sockets below $HOME and /var are masked
+// one by one (sockets). The proxy's port is in the sandbox's own network
+// namespace (package proxyport): no other sandbox reaches it.
 
 // privateRun gives the sandbox empty /run and /var/run of its own. The
 // top-level symlinks of the host's /run that lead to a folder elsewhere
@@ -172,72 +169,4 @@ func walkSockets(f socketFolder) []string {
 		return nil
 	})
 	return out
-}
-
-// proxyDir makes the folder of one turn's proxy socket. The folders of
-// all turns are in one of golem's (made with the first, removed with the
-// last), which every sandbox masks: where golem's TMPDIR is not /tmp, the
-// other conversations' proxies would be in sight otherwise.
-func (s *Sandbox) proxyDir() (string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proxyRoot == "" {
-		root, err := os.MkdirTemp("", proxyRootPrefix+strconv.Itoa(os.Getpid())+"-")
-		if err != nil {
-			return "", err
-		}
-		s.proxyRoot = root
-	}
-	dir, err := os.MkdirTemp(s.proxyRoot, "turn-")
-	if errors.Is(err, fs.ErrNotExist) { // removed under golem's feet (a TMPDIR cleaner)
-		if err = os.Mkdir(s.proxyRoot, 0o700); err == nil {
-			dir, err = os.MkdirTemp(s.proxyRoot, "turn-")
-		}
-	}
-	if err != nil {
-		return "", err
-	}
-	s.proxyDirs++
-	return dir, nil
-}
-
-// proxyRootPrefix begins the name of golem's folder of proxy folders in
-// TMPDIR, followed by golem's pid: a golem killed while turns ran leaves
-// it behind, and the next one removes it (removeStaleProxyRoots).
-const proxyRootPrefix = "golem-sandbox-"
-
-// removeStaleProxyRoots removes the folders of proxy folders in TMPDIR
-// that golem processes no longer running left behind (killed, they had
-// no time to), when they are this user's.
-func removeStaleProxyRoots() {
-	dir := os.TempDir()
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), proxyRootPrefix)
-		if !ok || !e.IsDir() {
-			continue
-		}
-		p, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(p)
-		if err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
-			continue // not one of these, or its golem may still run
-		}
-		fi, err := e.Info()
-		if st, ok := fi.Sys().(*syscall.Stat_t); err != nil || !ok || int(st.Uid) != os.Geteuid() {
-			continue
-		}
-		os.RemoveAll(filepath.Join(dir, e.Name()))
-	}
-}
-
-// removeProxyDir removes a folder proxyDir made, and golem's folder with
-// the last.
-func (s *Sandbox) removeProxyDir(dir string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	os.RemoveAll(dir)
-	if s.proxyDirs--; s.proxyDirs == 0 {
-		os.Remove(s.proxyRoot)
-		s.proxyRoot = ""
-	}
 }

@@ -290,9 +290,9 @@ func checkEngine(ctx context.Context, e engineToCheck, probe time.Duration) find
 }
 
 // checkSandbox says whether golem's sandbox works here as sandbox: asks:
-// bubblewrap found and able to make a sandbox, socat for network:
-// allowlist and open. With mode on a missing piece fails (golem would refuse to
-// start); with auto it is a note, since agents then run unsandboxed.
+// bubblewrap found and able to make a sandbox. With mode on a missing
+// piece fails (golem would refuse to start); with auto it is a note, since
+// agents then run unsandboxed.
 func checkSandbox(ctx context.Context, cfg config.Config) finding {
 	f := finding{name: "sandbox"}
 	channels := map[string]sandbox.Config{}
@@ -310,8 +310,8 @@ func checkSandbox(ctx context.Context, cfg config.Config) finding {
 	default:
 		f.v = pass
 		f.text = "bubblewrap works (" + st.Bwrap + "); network: " + string(cfg.Sandbox.Network)
-		if cfg.Sandbox.Network != sandbox.None && st.Socat != "" {
-			f.text += " through golem's proxy (socat " + st.Socat + ")"
+		if cfg.Sandbox.Network != sandbox.None {
+			f.text += " through golem's proxy"
 		}
 	}
 	return f

@@ -25,17 +25,17 @@ func New(t testing.TB, cfg sandbox.Config, o sandbox.Options) *sandbox.Sandbox {
 	return s
 }
 
-// Require skips the test where bwrap or socat cannot work here.
+// Require skips the test where bwrap cannot work here.
 func Require(t testing.TB) {
 	t.Helper()
 	st := sandbox.Probe(context.Background())
-	if st.Works() && st.Socat != "" {
+	if st.Works() {
 		return
 	}
 	if os.Getenv("GOLEM_REQUIRE_TOOLS") == "1" {
-		t.Fatalf("the sandbox cannot work here: %v (socat: %q); `make test` installs bubblewrap and socat", st.Err, st.Socat)
+		t.Fatalf("the sandbox cannot work here: %v; `make test` installs bubblewrap", st.Err)
 	}
-	t.Skipf("the sandbox cannot work here: %v (socat: %q)", st.Err, st.Socat)
+	t.Skipf("the sandbox cannot work here: %v", st.Err)
 }
 
 // Dir returns a new folder outside /tmp (which a sandbox replaces by its
