@@ -29,20 +29,12 @@ func (a *Adapter) running() (core.Handler, context.Context, string) {
 	return a.handler, a.life, a.botID
 }
 
-// inOrder prepares a slash command on its own goroutine (deferring the
-// interaction must not hold up the gateway) and hands it to the handler in
-// its channel's order, behind the messages whose attachments download. It
-// is not journaled: its answer can only go through its interaction's
-// token, which a later start may no longer have.
-func (a *Adapter) inOrder(m core.Message, prepare func(*core.Message) bool) {
-	a.in.Take(m, "", nil, false, nil, prepare)
-}
-
-// pendingKey is where, in Options.State, the messages taken from the
-// gateway but not yet handed to the handler are kept.
+// pendingKey is where, in Options.State, the messages and slash commands
+// taken from the gateway but not yet handed to the handler are kept.
 const pendingKey = "discord.pending"
 
-// messageID is the journal's id of a message: its id, also its EventID.
+// messageID is the journal's id of a message (or a journaledCommand): its
+// id, also its EventID.
 func messageID(raw json.RawMessage) string {
 	var head struct {
 		ID string `json:"id"`
@@ -51,9 +43,9 @@ func messageID(raw json.RawMessage) string {
 	return head.ID
 }
 
-// replay hands on the messages the last run journaled, oldest first, at
-// the first READY (the bot's id known, no MESSAGE_CREATE taken yet); their
-// attachments are downloaded anew. Those that had reached the handler just
+// replay hands on the messages and slash commands the last run journaled,
+// oldest first, at the first READY (the bot's id known, no MESSAGE_CREATE
+// taken yet); their attachments are downloaded anew. Those that had reached the handler just
 // before golem stopped are dropped there as duplicates of their event id.
 func (a *Adapter) replay() {
 	a.journal.Replay(a.handOn("handing on a message taken before the restart"))
@@ -80,9 +72,15 @@ func (a *Adapter) adoptGone() {
 	}
 }
 
-// handOn hands on one journaled message, saying so in the log.
+// handOn hands on one journaled message or slash command, saying so in
+// the log.
 func (a *Adapter) handOn(say string) func(raw json.RawMessage) bool {
 	return func(raw json.RawMessage) bool {
+		var cmd journaledCommand
+		if json.Unmarshal(raw, &cmd) == nil && cmd.Interaction != nil {
+			a.log.Info(say, "interaction", cmd.ID)
+			return a.replayCommand(cmd, raw)
+		}
 		var m discordgo.Message
 		if err := json.Unmarshal(raw, &m); err != nil {
 			a.log.Error("a journaled message that cannot be decoded dropped", "err", err)
@@ -156,106 +154,6 @@ func (a *Adapter) take(m *discordgo.Message) bool {
 	}
 	raw, _ := json.Marshal(m) // journaled only if it cannot go at once
 	return a.in.Take(msg, m.ID, raw, true, nil, prepare)
-}
-
-// onInteraction answers a slash command: it defers the interaction at once
-// (ephemerally for every command but /ask, whose answer is public), then
-// hands "/name args" (or /ask's prompt) to the handler.
-func (a *Adapter) onInteraction(in *discordgo.Interaction) {
-	if in.Type == discordgo.InteractionMessageComponent {
-		a.onComponent(in)
-		return
-	}
-	if in.Type != discordgo.InteractionApplicationCommand {
-		return
-	}
-	user := clicker(in)
-	if user == nil || user.Bot {
-		return
-	}
-	data, ok := in.Data.(discordgo.ApplicationCommandInteractionData)
-	if !ok {
-		return
-	}
-	args := orderedArgs(data)
-	text := "/" + data.Name
-	if len(args) > 0 {
-		text += " " + strings.Join(args, " ")
-	}
-	private := data.Name != "ask"
-	if !private {
-		text = strings.Join(args, " ")
-	}
-	st := &interaction{
-		in: in, private: private,
-		expires: time.Now().Add(a.opts.TokenLife - min(time.Minute, a.opts.TokenLife/10)),
-	}
-	a.mu.Lock()
-	a.interactions[in.ID] = st
-	if in.GuildID == "" {
-		a.flat[in.ChannelID] = true
-	}
-	a.pruneLocked()
-	a.mu.Unlock()
-	msg := core.Message{
-		EventID: in.ID, Platform: "discord", Workspace: in.GuildID, Channel: in.ChannelID, ID: in.ID,
-		User: user.ID, UserName: user.Username, Text: strings.TrimSpace(text),
-		Mentioned: true, DM: in.GuildID == "",
-	}
-	a.inOrder(msg, func(*core.Message) bool {
-		a.deferInteraction(st)
-		return true
-	})
-}
-
-// orderedArgs returns a slash command's option values in the order the
-// command defines its options, whatever order the user filled them in, so
-// that "/allow ID session" reads as typed.
-func orderedArgs(data discordgo.ApplicationCommandInteractionData) []string {
-	given := map[string]string{}
-	for _, o := range data.Options {
-		if o != nil && o.Value != nil {
-			given[o.Name] = fmt.Sprint(o.Value)
-		}
-	}
-	var args []string
-	for _, c := range commands() {
-		if c.Name != data.Name {
-			continue
-		}
-		for _, o := range c.Options {
-			if v, ok := given[o.Name]; ok {
-				args = append(args, v)
-			}
-		}
-	}
-	return args
-}
-
-func (a *Adapter) deferInteraction(st *interaction) {
-	_, life, _ := a.running()
-	if life == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(life, deferTimeout)
-	defer cancel()
-	resp := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource}
-	if st.private {
-		resp.Data = &discordgo.InteractionResponseData{Flags: discordgo.MessageFlagsEphemeral}
-	}
-	err := a.call(ctx, "", "defer interaction", func(opts ...discordgo.RequestOption) error {
-		err := a.session.InteractionRespond(st.in, resp, opts...)
-		if code, _ := apiCode(err); code == 40060 {
-			return nil // "already acknowledged": a repeat of this deferral, which failed late but landed
-		}
-		return err
-	})
-	st.mu.Lock()
-	st.deferred = err == nil
-	st.mu.Unlock()
-	if err != nil {
-		a.log.Warn("defer interaction", "err", err)
-	}
 }
 
 // attach saves a message's attachments into the inbox and puts them on m.

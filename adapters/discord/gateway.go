@@ -441,6 +441,6 @@ func (a *Adapter) dispatch(c *conn, s *gatewaySession, f frame) {
 			a.log.Error("gateway INTERACTION_CREATE not understood", "err", err)
 			return
 		}
-		a.onInteraction(&in)
+		a.onInteraction(&in, f.D)
 	}
 }

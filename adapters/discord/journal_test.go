@@ -1,9 +1,11 @@
 package discord
 
 import (
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/golem-chat/golem/adapters/discord/discordtest"
 	"github.com/golem-chat/golem/core"
@@ -148,4 +150,93 @@ func storedJournal(t *testing.T, db string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// golem stops hard while a message's attachment downloads and a slash
+// command of its channel waits behind it, deferred ("thinking…"), and
+// starts again a minute later, when Discord takes no first response for
+// the interaction any more. The next start hands both on from the
+// journal, in order. While the interaction's token works, the answer fills
+// the response the last run deferred; once Discord refuses the token (past
+// its 15 minutes), or when the last run's deferral never landed, the
+// answer is a bot message in the channel instead. Either way it is
+// answered once.
+func TestE2EKillWhileASlashCommandWaitsBehindADownload(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		away       time.Duration // how long golem was away
+		undeferred bool          // Discord failed the deferral before the restart
+		inChannel  bool          // the answer is a channel message
+	}{
+		{"token alive", time.Minute, false, false},
+		{"token expired", 16 * time.Minute, false, true},
+		{"never deferred", time.Minute, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRestartable(t)
+			b := r.start(t)
+			hold := make(chan struct{})
+			t.Cleanup(func() { close(hold) })
+			r.fake.Fail("GET /attachments/", 1, discordtest.Failure{Until: hold})
+			if tc.undeferred {
+				r.fake.Fail("POST /interactions/", 1000, discordtest.Failure{Status: http.StatusServiceUnavailable})
+			}
+			withFile := r.mention("c1", "see the file", discordtest.Attachment{Name: "notes.txt", Data: []byte("the notes")})
+			if !r.fake.Wait(wait, func(v discordtest.View) bool { return v.Holding() == 1 }) {
+				t.Fatal("the download was not held")
+			}
+			cmd := r.fake.Command(discordtest.Slash{Channel: "c1", Guild: "g1", User: "u1", Name: "ask",
+				Options: []discordtest.Option{{Name: "prompt", Value: "and fix it"}}})
+			if !r.fake.Wait(wait, func(v discordtest.View) bool {
+				in, _ := v.Interaction(cmd)
+				return in.Callback == 5 || tc.undeferred && len(v.Calls("POST /interactions/")) > 0
+			}) {
+				t.Fatal("the slash command waiting behind the download was not deferred")
+			}
+			if !journaled(b.Store, cmd) {
+				t.Fatalf("slash command %s waiting behind a download was not journaled", cmd)
+			}
+			b.Stop()
+			if runs := enginetest.ReadLog(t, r.agentLog); len(runs) != 0 {
+				t.Fatalf("the agent ran %d times before the restart, want none", len(runs))
+			}
+			r.fake.Age(tc.away)
+
+			b = r.start(t)
+			in, _ := r.fake.Interaction(cmd)
+			answered := func(v discordtest.View) (byToken, inChannel int) {
+				for _, m := range v.Messages("c1") {
+					switch {
+					case !strings.Contains(m.Content, "echo: and fix it"):
+					case m.Interaction == cmd && (m.ID == in.Original || in.Original == ""):
+						byToken++
+					case m.Interaction == "":
+						inChannel++
+					}
+				}
+				return byToken, inChannel
+			}
+			if !r.fake.Wait(wait, func(v discordtest.View) bool { tok, ch := answered(v); return tok+ch > 0 }) {
+				t.Fatalf("the slash command was not answered after the restart: %+v", r.fake.Messages("c1"))
+			}
+			r.waitAnswer(t, "c1", withFile, "echo: see the file")
+			runs := enginetest.ReadLog(t, r.agentLog)
+			if len(runs) != 2 || !strings.HasPrefix(runs[0].Prompt, "see the file") || runs[1].Prompt != "and fix it" {
+				var ps []string
+				for _, inv := range runs {
+					ps = append(ps, inv.Prompt)
+				}
+				t.Fatalf("the agent was asked %q, want the file's message, then the slash command", ps)
+			}
+			b.Stop()
+			var tok, ch int
+			r.fake.Wait(wait, func(v discordtest.View) bool { tok, ch = answered(v); return true })
+			if want := map[bool][2]int{false: {1, 0}, true: {0, 1}}[tc.inChannel]; [2]int{tok, ch} != want {
+				t.Errorf("answered %d times through the interaction and %d in the channel, want %v", tok, ch, want)
+			}
+			if j := storedJournal(t, r.db); j != nil {
+				t.Errorf("the journal still holds %s", j)
+			}
+		})
+	}
 }

@@ -102,6 +102,13 @@ func (in *Intake) Take(m core.Message, id string, raw json.RawMessage, save bool
 	return kept
 }
 
+// Waits reports whether m would wait behind its lane: a message before it
+// there is still being prepared or handed on. A source whose messages
+// always need preparing (Discord's slash commands, deferred first) asks it
+// to journal only those that wait. Called from the receive loop, like
+// Take: a lane it finds idle stays idle until the next Take.
+func (in *Intake) Waits(m core.Message) bool { return !in.lanes.Idle(LaneOf(m)) }
+
 // deliver hands a prepared message to the handler in its lane's order and
 // strikes it from the journal, unless the adapter has stopped meanwhile.
 func (in *Intake) deliver(_ Lane, t taken) {

@@ -86,6 +86,9 @@ func TestTakeKeepsTheOrderAndJournalsWhatWaits(t *testing.T) {
 	}
 	other, rawO := m("o", "elsewhere")
 	other.Channel = "D"
+	if !in.Waits(core.Message{Channel: "C", Text: "next"}) || in.Waits(other) {
+		t.Error("Waits does not tell the lane of a download from an idle one")
+	}
 	in.Take(other, "o", rawO, true, confirm, nil)
 	h.mu.Lock()
 	early := slices.Clone(h.texts)
@@ -95,6 +98,9 @@ func TestTakeKeepsTheOrderAndJournalsWhatWaits(t *testing.T) {
 	}
 	close(release)
 	in.Close()
+	if in.Waits(b) {
+		t.Error("Waits after every message was handed on")
+	}
 	if !slices.Equal(h.texts, []string{"/stop", "elsewhere", "see the file", "and fix it"}) {
 		t.Errorf("handed on %q", h.texts)
 	}

@@ -389,6 +389,18 @@ func (s *Server) late(next http.Handler) http.Handler {
 	})
 }
 
+// Age makes every interaction so far d older, as if golem had been away
+// that long: past CallbackDeadline Discord takes no first response for
+// it, past TokenLife its token works no more.
+func (s *Server) Age(d time.Duration) {
+	s.mu.Lock()
+	for _, in := range s.interactions {
+		in.Created = in.Created.Add(-d)
+	}
+	s.notify()
+	s.mu.Unlock()
+}
+
 // ExpireTokens makes every interaction token issued so far expired.
 func (s *Server) ExpireTokens() {
 	s.mu.Lock()
