@@ -76,9 +76,13 @@ func buttons(choices []core.Choice) []discordgo.MessageComponent {
 }
 
 // onComponent takes a click on a question's button (a type-3
-// interaction): decided at once, it is answered within Discord's 3 s by
-// updating the question to its outcome without buttons (type 7), or, when
-// it decided nothing, privately to the clicker (type 4, ephemeral).
+// interaction): decided at once, on the gateway's goroutine, so that
+// clicks are decided in the order they came; then answered within
+// Discord's 3 s by updating the question to its outcome without buttons
+// (type 7), or, when it decided nothing, privately to the clicker (type 4,
+// ephemeral). The answer goes off the gateway's goroutine (a slow
+// callback would hold up every event behind it), in order per clicked
+// message.
 func (a *Adapter) onComponent(in *discordgo.Interaction) {
 	h, life, _ := a.running()
 	if h == nil || in.Message == nil {
@@ -102,10 +106,26 @@ func (a *Adapter) onComponent(in *discordgo.Interaction) {
 			Data: &discordgo.InteractionResponseData{Content: a.render(res.Refusal), Flags: discordgo.MessageFlagsEphemeral,
 				AllowedMentions: noMentions}}
 	}
+	a.clicks.Put(in.Message.ID, click{in: in, resp: resp})
+}
+
+// click is a decided click and its answer to Discord.
+type click struct {
+	in   *discordgo.Interaction
+	resp *discordgo.InteractionResponse
+}
+
+// answerClick sends a click's answer; called by Adapter.clicks, one at a
+// time per clicked message.
+func (a *Adapter) answerClick(c click) {
+	_, life, _ := a.running()
+	if life == nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(life, deferTimeout)
 	defer cancel()
 	err := a.call(ctx, "", "answer click", func(opts ...discordgo.RequestOption) error {
-		err := a.session.InteractionRespond(in, resp, opts...)
+		err := a.session.InteractionRespond(c.in, c.resp, opts...)
 		if code, _ := apiCode(err); code == 40060 {
 			return nil // already acknowledged: a repeat that failed late but landed
 		}

@@ -33,6 +33,7 @@ import (
 	"github.com/golem-chat/golem/internal/intake"
 	"github.com/golem-chat/golem/internal/journal"
 	"github.com/golem-chat/golem/internal/namecache"
+	"github.com/golem-chat/golem/internal/relay"
 	"github.com/golem-chat/golem/internal/retry"
 )
 
@@ -103,6 +104,9 @@ type Adapter struct {
 	names        *namecache.Cache        // channels' names for the operator's view
 
 	in *intake.Intake // hands messages on in their channel's order
+	// clicks answers the clicks on questions off the gateway's goroutine,
+	// in order per clicked message.
+	clicks *relay.Relay[string, click]
 	// journal keeps the messages taken but not yet handed on; replayed
 	// once, at the first READY.
 	journal  *journal.Journal
@@ -176,6 +180,7 @@ func New(opts Options) (*Adapter, error) {
 		h, ctx, _ := a.running()
 		return h, ctx
 	})
+	a.clicks = relay.New(func(_ string, c click) { a.answerClick(c) })
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	s.Client = &http.Client{Timeout: 30 * time.Second, Transport: rewrite{base: base, next: transport}}
 	a.http = &http.Client{Timeout: 2 * time.Minute, Transport: transport}
@@ -235,6 +240,7 @@ func (a *Adapter) Start(ctx context.Context, h core.Handler) error {
 	a.started, a.handler, a.life = true, h, ctx
 	a.mu.Unlock()
 	defer a.in.Close() // after the gateway is closed: no event comes later
+	defer a.clicks.Close()
 
 	ctx, cancel := context.WithCancel(ctx)
 	var registering sync.WaitGroup
