@@ -242,6 +242,7 @@ func TestGatewayRecovers(t *testing.T) {
 	rec := make(recorder, 16)
 	a := newAdapter(t, fake, Options{})
 	a.identifyWait = 50 * time.Millisecond // Discord's 1 to 5 s, shortened
+	a.flapWait = 10 * time.Millisecond     // each break comes right after the last recovery
 	startAdapterWith(t, fake, a, rec)
 	bot := fake.Options().BotUserID
 	post := func(text string) {
@@ -301,6 +302,42 @@ func TestGatewayRecovers(t *testing.T) {
 	post("last")
 	if m := rec.next(t); m.Text != "last" {
 		t.Fatalf("got %q, want the last message: a replayed one came twice", m.Text)
+	}
+}
+
+// TestGatewayBacksOffAConnectionThatDropsAtOnce: a gateway that drops each
+// connection right after its READY or RESUMED, over and over, is dialled
+// again after waits that double (flapWait, then twice, four and eight
+// times as long), not in a tight loop; the connection that stays serves.
+func TestGatewayBacksOffAConnectionThatDropsAtOnce(t *testing.T) {
+	fake := newFake(t, discordtest.Options{})
+	const flaps = 4
+	fake.Flap(flaps)
+	rec := make(recorder, 1)
+	a := newAdapter(t, fake, Options{})
+	a.flapWait = 100 * time.Millisecond // Discord's 1 s, shortened
+	startAdapterWith(t, fake, a, rec)
+	var readies []time.Time
+	if !fake.Wait(wait, func(v discordtest.View) bool { readies = v.Readies(); return len(readies) > flaps && v.Connected() }) {
+		t.Fatalf("%d connections; want %d dropped and one that stays", len(readies), flaps+1)
+	}
+	fake.Wait(wait, func(v discordtest.View) bool {
+		if n := len(v.Readies()); n != flaps+1 {
+			t.Errorf("%d connections, want %d: one after each drop", n, flaps+1)
+		}
+		return true
+	})
+	for i := 1; i <= flaps; i++ {
+		gap, least := readies[i].Sub(readies[i-1]), a.flapWait<<(i-1)
+		t.Logf("connection %d came %v after the one before", i+1, gap)
+		if gap < least {
+			t.Errorf("connection %d came %v after the one before dropped, want at least %v", i+1, gap, least)
+		}
+	}
+	bot := fake.Options().BotUserID
+	fake.Post(discordtest.UserMessage{Channel: "c1", Guild: "g1", User: "u1", Content: "<@" + bot + "> still here", Mentions: []string{bot}})
+	if m := rec.next(t); m.Text != "still here" {
+		t.Fatalf("got %q", m.Text)
 	}
 }
 

@@ -89,6 +89,9 @@ type Adapter struct {
 	// identifyWait bounds the wait before a fresh IDENTIFY after Discord
 	// ended the session: a random 1/5 of it to all of it (1 to 5 s).
 	identifyWait time.Duration
+	// flapWait is the first wait before connecting again after a
+	// connection that dropped right after its handshake (see runGateway).
+	flapWait time.Duration
 
 	mu           sync.Mutex
 	handler      core.Handler
@@ -168,6 +171,7 @@ func New(opts Options) (*Adapter, error) {
 		retry:        newPolicy(log),
 		gatewayRetry: gatewayPolicy(log),
 		identifyWait: 5 * time.Second,
+		flapWait:     time.Second,
 		session:      s,
 		budget:       newBudget(opts.ChannelLimit, opts.ChannelWindow),
 		interactions: map[string]*interaction{},

@@ -216,10 +216,16 @@ func gatewayVerdict(err error) retry.Verdict {
 // to leave (op 7, op 9 with d true) is resumed with op 6 on the session's
 // resume_gateway_url, and Discord replays what was missed; a session
 // Discord ended (op 9 with d false, close 4007 or 4009) is identified
-// afresh after a wait of 1 to 5 s. connected is called once, after the
-// first READY.
+// afresh after a wait of 1 to 5 s. A connection that ends within a
+// heartbeat interval of its READY or RESUMED (dropped at once, as a
+// flapping link or an overloaded gateway does) is followed by a wait that
+// doubles from Adapter.flapWait up to 30 s each time it happens again, so
+// a link that connects and drops over and over is not redialled in a
+// tight loop; one connection that lasts starts the waits again from the
+// first. connected is called once, after the first READY.
 func (a *Adapter) runGateway(ctx context.Context, s *gatewaySession, connected func()) error {
 	first := true
+	flapping := retry.Backoff{First: a.flapWait, Max: 30 * time.Second, Log: a.log, Method: "gateway connection"}
 	for {
 		var c *conn
 		err := a.gatewayRetry.Do(ctx, retry.Call{Method: "connect to gateway", Idempotent: true}, func(actx context.Context) error {
@@ -243,6 +249,7 @@ func (a *Adapter) runGateway(ctx context.Context, s *gatewaySession, connected f
 			first = false
 			connected()
 		}
+		began := time.Now()
 		err = a.serve(ctx, c, s)
 		if ctx.Err() != nil {
 			c.close(a.lastClose())
@@ -254,6 +261,11 @@ func (a *Adapter) runGateway(ctx context.Context, s *gatewaySession, connected f
 			return fatal
 		}
 		a.log.Info("gateway disconnected", "err", err, "resume", s.id != "")
+		if time.Since(began) >= c.interval {
+			flapping.Reset()
+		} else if flapping.Wait(ctx, "gateway connection dropped right after it was made", "dropped_at_once", err) != nil {
+			return nil
+		}
 		if s.id == "" && a.reidentify(ctx) != nil {
 			return nil
 		}

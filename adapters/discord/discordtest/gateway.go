@@ -41,6 +41,8 @@ type gateway struct {
 	intents    int
 	sessions   int
 	heartbeats int
+	readies    []time.Time // when each connection got its READY or RESUMED
+	flaps      int         // connections left to drop right after READY or RESUMED (Flap)
 }
 
 // client is one gateway connection's state.
@@ -182,7 +184,7 @@ func (s *Server) identify(c *websocket.Conn, cl *client, d json.RawMessage) erro
 	g.log = nil
 	g.conn, g.ready, cl.authed = c, true, true
 	s.notify()
-	return s.dispatchLocked("READY", map[string]any{
+	err := s.dispatchLocked("READY", map[string]any{
 		"v":                  9,
 		"session_id":         g.sessionID,
 		"resume_gateway_url": "ws" + strings.TrimPrefix(s.hs.URL, "http") + "/resume-gateway",
@@ -190,6 +192,21 @@ func (s *Server) identify(c *websocket.Conn, cl *client, d json.RawMessage) erro
 		"application":        map[string]any{"id": s.opts.AppID},
 		"guilds":             []any{},
 	})
+	return s.readyLocked(c, err)
+}
+
+// readyLocked records that c got its READY or RESUMED (whose sending
+// ended with err) and drops it at once if Flap asks. Call with s.mu held.
+func (s *Server) readyLocked(c *websocket.Conn, err error) error {
+	g := &s.gw
+	g.readies = append(g.readies, time.Now())
+	if err != nil || g.flaps == 0 {
+		return err
+	}
+	g.flaps--
+	g.conn, g.ready = nil, false
+	s.notify()
+	return closeWith(c, 4000, "Unknown error.") // resumable, as a flapping gateway leaves it
 }
 
 // resume continues the session on c, replaying what the client missed, or
@@ -222,7 +239,7 @@ func (s *Server) resume(c *websocket.Conn, cl *client, d json.RawMessage) error 
 		}
 	}
 	s.notify()
-	return s.dispatchLocked("RESUMED", map[string]any{})
+	return s.readyLocked(c, s.dispatchLocked("RESUMED", map[string]any{}))
 }
 
 // dispatchLocked numbers an event, keeps it for replay and sends it to the
@@ -291,6 +308,15 @@ func (s *Server) Drop() {
 		_ = c.UnderlyingConn().Close()
 		s.notify()
 	}
+}
+
+// Flap drops each of the next n connections right after its READY or
+// RESUMED (a close 4000, which leaves the session resumable), as a
+// flapping link or an overloaded gateway does.
+func (s *Server) Flap(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gw.flaps = n
 }
 
 // Zombie makes the client's connection dead one way while its socket

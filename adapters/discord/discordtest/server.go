@@ -552,6 +552,9 @@ func (v View) Identifies() int { return v.s.gw.identifies }
 // Resumes counts accepted RESUMEs.
 func (v View) Resumes() int { return v.s.gw.resumes }
 
+// Readies is when each connection got its READY or RESUMED, oldest first.
+func (v View) Readies() []time.Time { return append([]time.Time(nil), v.s.gw.readies...) }
+
 // Connected reports whether a client completed a handshake and is
 // connected now.
 func (v View) Connected() bool { return v.s.gw.conn != nil && v.s.gw.ready }
