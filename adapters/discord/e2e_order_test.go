@@ -8,10 +8,8 @@ import (
 	"time"
 
 	"github.com/golem-chat/golem/adapters/discord/discordtest"
+	"github.com/golem-chat/golem/internal/bottest"
 )
-
-// askWrite is a Write that needs permission, then the answer "written".
-const askWrite = "!ask Write {\"file_path\":\"a.txt\",\"content\":\"x\"}\nwritten"
 
 // TestQuestionGoesUnderWhatTheAgentSaid: the agent asks right after its
 // first text, or before any, to /ask or to a mention: the answer is on the
@@ -22,23 +20,25 @@ const askWrite = "!ask Write {\"file_path\":\"a.txt\",\"content\":\"x\"}\nwritte
 // channel's may be, so the question is ready well before the answer is on
 // the channel.
 func TestQuestionGoesUnderWhatTheAgentSaid(t *testing.T) {
-	for _, tc := range []struct {
-		name, script string
-		shown        string // what the answer reads when the question comes
-		slash        bool   // /ask, not a mention
-	}{
-		{"/ask after its first text", "!text 40\n" + askWrite, "the quick", true},
-		{"/ask before any text", askWrite, "working", true},
-		{"mention after its first text", "!text 40\n" + askWrite, "the quick", false},
-		{"mention before any text", askWrite, "working", false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	type ask struct {
+		bottest.Ask
+		slash bool // /ask, not a mention
+	}
+	var cases []ask
+	for _, slash := range []bool{true, false} {
+		for _, a := range bottest.Asks {
+			a.Name = map[bool]string{true: "/ask ", false: "mention "}[slash] + a.Name
+			cases = append(cases, ask{a, slash})
+		}
+	}
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
 			w := newWorld(t, discordtest.Options{}, Options{})
 			slow := discordtest.Failure{Status: http.StatusTooManyRequests, RetryAfter: time.Second}
 			var answerOf func(v discordtest.View) (discordtest.Message, bool)
 			if tc.slash {
 				w.fake.Fail("PATCH /webhooks/", 1, slow)
-				id := w.ask("u1", "c1", tc.script)
+				id := w.ask("u1", "c1", tc.Script)
 				answerOf = func(v discordtest.View) (discordtest.Message, bool) {
 					in, _ := v.Interaction(id)
 					return v.Message(in.Original)
@@ -46,7 +46,7 @@ func TestQuestionGoesUnderWhatTheAgentSaid(t *testing.T) {
 			} else {
 				w.fake.Fail("POST /channels/c1/messages$", 1, slow)
 				id := w.fake.Post(discordtest.UserMessage{Channel: "c1", Guild: "g1", User: "u1",
-					Content: "<@" + w.bot + "> " + tc.script, Mentions: []string{w.bot}})
+					Content: "<@" + w.bot + "> " + tc.Script, Mentions: []string{w.bot}})
 				answerOf = func(v discordtest.View) (discordtest.Message, bool) {
 					i := slices.IndexFunc(v.Messages("c1"), func(m discordtest.Message) bool { return m.ReplyTo == id })
 					if i < 0 {
@@ -80,8 +80,8 @@ func TestQuestionGoesUnderWhatTheAgentSaid(t *testing.T) {
 			if !slices.ContainsFunc(thread[:max(at, 0)], func(m discordtest.Message) bool { return strings.Contains(m.Content, "Write") }) {
 				t.Errorf("the Write call's activity was not posted in the answer's thread before the question: %+v", thread)
 			}
-			if got := textWhenAsked(w.fake, answer); !strings.Contains(got, tc.shown) {
-				t.Errorf("the answer read %q when the question was posted, want %q in it", got, tc.shown)
+			if got := textWhenAsked(w.fake, answer); !strings.Contains(got, tc.Shown) {
+				t.Errorf("the answer read %q when the question was posted, want %q in it", got, tc.Shown)
 			}
 
 			i := strings.Index(q.Components, "golem:allow:")

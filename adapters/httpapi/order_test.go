@@ -5,10 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-)
 
-// askWrite is a Write that needs permission, then the answer "written".
-const askWrite = "!ask Write {\"file_path\":\"a.txt\",\"content\":\"x\"}\nwritten"
+	"github.com/golem-chat/golem/internal/bottest"
+)
 
 // The stream carries the events in the order the agent printed them: what
 // it said, its Write call, then the permission_request (right after its
@@ -16,16 +15,14 @@ const askWrite = "!ask Write {\"file_path\":\"a.txt\",\"content\":\"x\"}\nwritte
 // rest of the answer. Through the real HTTP stream, the real dispatcher and
 // the fake agent.
 func TestStreamKeepsTheAgentsOrderAroundAQuestion(t *testing.T) {
-	for _, tc := range []struct {
-		name, script string
-		want         []string // the event types up to the request, repeats joined
-	}{
-		{"after its first text", "!text 40\n" + askWrite, []string{"text", "tool_call", "permission_request"}},
-		{"before any text", askWrite, []string{"tool_call", "permission_request"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, tc := range bottest.Asks {
+		want := []string{"tool_call", "permission_request"} // the event types up to the request, repeats joined
+		if tc.Shown != "working" {
+			want = append([]string{"text"}, want...)
+		}
+		t.Run(tc.Name, func(t *testing.T) {
 			base := serveDispatcher(t)
-			body, _ := json.Marshal(chatRequest{Conversation: "order", Text: tc.script})
+			body, _ := json.Marshal(chatRequest{Conversation: "order", Text: tc.Script})
 			res := postChat(t, base, string(body))
 			if res.StatusCode != 200 {
 				t.Fatalf("POST /v1/chat: %d", res.StatusCode)
@@ -44,8 +41,8 @@ func TestStreamKeepsTheAgentsOrderAroundAQuestion(t *testing.T) {
 				}
 				before, last = append(before, e), p
 			}
-			if got := joined(before); !slices.Equal(got, tc.want) {
-				t.Fatalf("the stream got %v before the question, want %v", got, tc.want)
+			if got := joined(before); !slices.Equal(got, want) {
+				t.Fatalf("the stream got %v before the question, want %v", got, want)
 			}
 			if i := slices.IndexFunc(before, func(e wireEvent) bool { return e.Type == "tool_call" }); before[i].Name != "Write" {
 				t.Errorf("the tool call before the question is %+v", before[i])

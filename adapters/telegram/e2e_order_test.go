@@ -8,10 +8,8 @@ import (
 	"time"
 
 	"github.com/golem-chat/golem/adapters/telegram/telegramtest"
+	"github.com/golem-chat/golem/internal/bottest"
 )
-
-// askWrite is a Write that needs permission, then the answer "written".
-const askWrite = "!ask Write {\"file_path\":\"a.txt\",\"content\":\"x\"}\nwritten"
 
 // TestE2EQuestionRepliesToWhatTheAgentSaid: the agent asks right after its
 // first text, or before any, in a private chat: the answer is sent first (with that text, or
@@ -20,18 +18,12 @@ const askWrite = "!ask Write {\"file_path\":\"a.txt\",\"content\":\"x\"}\nwritte
 // answer's first post is answered 429 once, as a busy chat's may be, so
 // the question is ready well before the answer is on the chat.
 func TestE2EQuestionRepliesToWhatTheAgentSaid(t *testing.T) {
-	for _, tc := range []struct {
-		name, script string
-		shown        string // what the answer reads when the question comes
-	}{
-		{"after its first text", "!text 40\n" + askWrite, "the quick"},
-		{"before any text", askWrite, "working"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, tc := range bottest.Asks {
+		t.Run(tc.Name, func(t *testing.T) {
 			st := newStack(t, telegramtest.Options{})
 			st.s.Fail("sendMessage", 1, telegramtest.Failure{Code: 429, Desc: "Too Many Requests: retry after 1", RetryAfter: 1})
 			st.up()
-			asked := st.s.PushPrivate(ann, tc.script)
+			asked := st.s.PushPrivate(ann, tc.Script)
 			q := st.waitText(42, "wants to write")
 			msgs := st.s.BotMessages(42) // in posting order
 			at := slices.IndexFunc(msgs, func(m telegramtest.Message) bool { return m.ID == q.ID })
@@ -47,8 +39,8 @@ func TestE2EQuestionRepliesToWhatTheAgentSaid(t *testing.T) {
 			}) {
 				t.Errorf("the Write call's activity was not sent as a reply to the answer before the question: %+v", msgs[:at])
 			}
-			if got := textWhenAsked(st.s, answer.ID); !strings.Contains(got, tc.shown) {
-				t.Errorf("the answer read %q when the question was sent, want %q in it", got, tc.shown)
+			if got := textWhenAsked(st.s, answer.ID); !strings.Contains(got, tc.Shown) {
+				t.Errorf("the answer read %q when the question was sent, want %q in it", got, tc.Shown)
 			}
 
 			var allow string
