@@ -12,23 +12,24 @@ import (
 )
 
 // TestQuestionGoesUnderWhatTheAgentSaid: the agent asks right after its
-// first text, or before any, to /ask or to a mention: the answer is on the
-// channel first (the interaction's response, or a reply to the mention,
-// with that text or the placeholder), the Write call's activity in the
-// thread started on the answer next, and the question last, in that
-// thread. The answer's first post is answered 429 once, as a busy
-// channel's may be, so the question is ready well before the answer is on
-// the channel.
+// first text, or before any, to /ask, to a mention or in a DM: the answer
+// is on the channel first (the interaction's response, or a reply to the
+// message, with that text or the placeholder), the Write call's activity
+// under it next, and the question last, under it too: in the thread
+// started on the answer in a guild channel, as replies to the answer in a
+// DM (where no thread can be started). The answer's first post is
+// answered 429 once, as a busy channel's may be, so the question is ready
+// well before the answer is on the channel.
 func TestQuestionGoesUnderWhatTheAgentSaid(t *testing.T) {
 	type ask struct {
 		bottest.Ask
-		slash bool // /ask, not a mention
+		how string // "/ask", "mention" or "DM"
 	}
 	var cases []ask
-	for _, slash := range []bool{true, false} {
+	for _, how := range []string{"/ask", "mention", "DM"} {
 		for _, a := range bottest.Asks {
-			a.Name = map[bool]string{true: "/ask ", false: "mention "}[slash] + a.Name
-			cases = append(cases, ask{a, slash})
+			a.Name = how + " " + a.Name
+			cases = append(cases, ask{a, how})
 		}
 	}
 	for _, tc := range cases {
@@ -36,24 +37,32 @@ func TestQuestionGoesUnderWhatTheAgentSaid(t *testing.T) {
 			w := newWorld(t, discordtest.Options{}, Options{})
 			slow := discordtest.Failure{Status: http.StatusTooManyRequests, RetryAfter: time.Second}
 			var answerOf func(v discordtest.View) (discordtest.Message, bool)
-			if tc.slash {
+			replyTo := func(channel, id string) func(v discordtest.View) (discordtest.Message, bool) {
+				return func(v discordtest.View) (discordtest.Message, bool) {
+					msgs := v.Messages(channel)
+					i := slices.IndexFunc(msgs, func(m discordtest.Message) bool { return m.ReplyTo == id })
+					if i < 0 {
+						return discordtest.Message{}, false
+					}
+					return msgs[i], true
+				}
+			}
+			switch tc.how {
+			case "/ask":
 				w.fake.Fail("PATCH /webhooks/", 1, slow)
 				id := w.ask("u1", "c1", tc.Script)
 				answerOf = func(v discordtest.View) (discordtest.Message, bool) {
 					in, _ := v.Interaction(id)
 					return v.Message(in.Original)
 				}
-			} else {
+			case "mention":
 				w.fake.Fail("POST /channels/c1/messages$", 1, slow)
-				id := w.fake.Post(discordtest.UserMessage{Channel: "c1", Guild: "g1", User: "u1",
-					Content: "<@" + w.bot + "> " + tc.Script, Mentions: []string{w.bot}})
-				answerOf = func(v discordtest.View) (discordtest.Message, bool) {
-					i := slices.IndexFunc(v.Messages("c1"), func(m discordtest.Message) bool { return m.ReplyTo == id })
-					if i < 0 {
-						return discordtest.Message{}, false
-					}
-					return v.Messages("c1")[i], true
-				}
+				answerOf = replyTo("c1", w.fake.Post(discordtest.UserMessage{Channel: "c1", Guild: "g1", User: "u1",
+					Content: "<@" + w.bot + "> " + tc.Script, Mentions: []string{w.bot}}))
+			case "DM":
+				w.fake.DM("d1")
+				w.fake.Fail("POST /channels/d1/messages$", 1, slow)
+				answerOf = replyTo("d1", w.fake.Post(discordtest.UserMessage{Channel: "d1", User: "u1", Content: tc.Script}))
 			}
 			var q, answer discordtest.Message
 			var all []discordtest.Message
@@ -69,23 +78,32 @@ func TestQuestionGoesUnderWhatTheAgentSaid(t *testing.T) {
 			}) {
 				t.Fatalf("no question; bot messages: %+v", all)
 			}
-			if answer.ID == "" || answer.Thread == "" {
+			// Where what goes under the answer is: its thread, or in a DM
+			// the replies to it.
+			under := func(m discordtest.Message) bool { return m.ChannelID == answer.Thread && answer.Thread != "" }
+			if tc.how == "DM" {
+				under = func(m discordtest.Message) bool { return m.ChannelID == "d1" && m.ReplyTo == answer.ID }
+			}
+			if answer.ID == "" || tc.how != "DM" && answer.Thread == "" {
 				t.Fatalf("when the question came the answer was %+v: not posted, or no thread started on it", answer)
 			}
-			if q.ChannelID != answer.Thread {
-				t.Errorf("the question is in channel %q, want the answer's thread %q", q.ChannelID, answer.Thread)
+			if !under(q) {
+				t.Errorf("the question %+v is not under the answer %+v", q, answer)
 			}
-			thread := w.fake.Messages(answer.Thread) // in posting order
-			at := slices.IndexFunc(thread, func(m discordtest.Message) bool { return m.ID == q.ID })
-			if !slices.ContainsFunc(thread[:max(at, 0)], func(m discordtest.Message) bool { return strings.Contains(m.Content, "Write") }) {
-				t.Errorf("the Write call's activity was not posted in the answer's thread before the question: %+v", thread)
+			at := slices.IndexFunc(all, func(m discordtest.Message) bool { return m.ID == q.ID }) // all is in posting order
+			if !slices.ContainsFunc(all[:at], func(m discordtest.Message) bool { return under(m) && strings.Contains(m.Content, "Write") }) {
+				t.Errorf("the Write call's activity was not posted under the answer before the question: %+v", all)
 			}
 			if got := textWhenAsked(w.fake, answer); !strings.Contains(got, tc.Shown) {
 				t.Errorf("the answer read %q when the question was posted, want %q in it", got, tc.Shown)
 			}
 
 			i := strings.Index(q.Components, "golem:allow:")
-			w.fake.Click(discordtest.Click{Guild: "g1", Channel: q.ChannelID, Message: q.ID, User: "u1", CustomID: q.Components[i : i+len("golem:allow:")+8]})
+			guild := "g1"
+			if tc.how == "DM" {
+				guild = ""
+			}
+			w.fake.Click(discordtest.Click{Guild: guild, Channel: q.ChannelID, Message: q.ID, User: "u1", CustomID: q.Components[i : i+len("golem:allow:")+8]})
 			if !w.fake.Wait(wait, func(v discordtest.View) bool {
 				m, _ := v.Message(answer.ID)
 				return strings.HasSuffix(m.Content, "echo: written")
