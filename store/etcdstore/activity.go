@@ -72,21 +72,25 @@ func (s *Store) RecordTurn(t store.TurnRecord) error {
 		return s.fail("record turn", err)
 	}
 	defer cancel()
-	dir := s.turnLogDir(t.Key)
-	if err := s.put(ctx, fmt.Sprintf("%s%020d-%s", dir, t.Started.UnixNano(), t.ID), raw); err != nil {
-		return s.fail("record turn", err)
+	if len(raw) > store.MaxValue {
+		return s.fail("record turn", fmt.Errorf("%w: %d bytes, at most %d", store.ErrTooLarge, len(raw), store.MaxValue))
 	}
-	resp, err := s.cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly(),
-		clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(store.MaxTurnRecords+1))
+	dir := s.turnLogDir(t.Key)
+	// The record, and in the same round trip the newest keys of the
+	// folder, to find those past the limit.
+	resp, err := s.txn(ctx, nil, []clientv3.Op{clientv3.OpPut(fmt.Sprintf("%s%020d-%s", dir, t.Started.UnixNano(), t.ID), string(raw)),
+		clientv3.OpGet(dir, clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+			clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(store.MaxTurnRecords+1))})
 	if err != nil {
 		return s.fail("record turn", err)
 	}
-	if len(resp.Kvs) <= store.MaxTurnRecords {
+	kvs := resp.Responses[1].GetResponseRange().Kvs
+	if len(kvs) <= store.MaxTurnRecords {
 		return nil
 	}
 	// Everything from the folder's start up to and including the newest
 	// record past the limit.
-	oldest := string(resp.Kvs[store.MaxTurnRecords].Key)
+	oldest := string(kvs[store.MaxTurnRecords].Key)
 	if _, err := s.txn(ctx, nil, []clientv3.Op{clientv3.OpDelete(dir, clientv3.WithRange(oldest+"\x00"))}); err != nil {
 		return s.fail("record turn", err)
 	}
