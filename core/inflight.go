@@ -18,23 +18,33 @@ type flight struct {
 	st  store.Store
 	log *slog.Logger
 
-	mu    sync.Mutex
-	t     store.InFlight
-	saved bool
-	later sync.WaitGroup // saveLater's writes, which end waits for
+	// writing serializes the writes, each of the record as it is when it
+	// runs, so that the last one stores the last state; mu guards the
+	// record and is never held across a write, so that a change waits for
+	// none (saveLater).
+	writing sync.Mutex
+	mu      sync.Mutex
+	t       store.InFlight
+	saved   bool
+	later   sync.WaitGroup // saveLater's writes, which end waits for
 }
 
 // save applies change to the record and writes it; what names the write
 // in the log if it fails.
 func (f *flight) save(what string, change func(*store.InFlight)) {
+	f.writing.Lock()
+	defer f.writing.Unlock()
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	change(&f.t)
-	if err := f.st.BeginTurn(f.t); err != nil {
+	t := f.t
+	f.mu.Unlock()
+	if err := f.st.BeginTurn(t); err != nil {
 		f.log.Error(what, "err", err)
 		return
 	}
+	f.mu.Lock()
 	f.saved = true
+	f.mu.Unlock()
 }
 
 // saveLater is save without waiting for the write, for what a restart can
@@ -66,11 +76,12 @@ func (f *flight) started(g engine.Group) {
 func (f *flight) end() {
 	f.later.Wait()
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.saved {
+	saved, id := f.saved, f.t.ID
+	f.mu.Unlock()
+	if !saved {
 		return
 	}
-	if err := f.st.EndTurn(f.t.ID); err != nil {
+	if err := f.st.EndTurn(id); err != nil {
 		f.log.Error("end turn", "err", err)
 	}
 }
