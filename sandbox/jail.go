@@ -393,16 +393,17 @@ func (j *Jail) Started() bool {
 	return ok
 }
 
-// Started is called by the engine right after the process started: the
-// parent's copy of the status pipe's write end must go.
+// AfterStart is called by the engine right after the process started:
+// the parent's copies of the process's extra files (the status pipe's
+// write end, the port's socket pair end, golem's executable) must go.
 func (j *Jail) AfterStart() {
 	for _, f := range j.Extra {
 		f.Close()
 	}
 }
 
-// Close stops the proxy and removes its socket. It may be called more
-// than once.
+// Close stops the proxy and closes its port. It may be called more than
+// once.
 func (j *Jail) Close() {
 	j.once.Do(func() {
 		j.AfterStart()
