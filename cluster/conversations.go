@@ -453,6 +453,12 @@ func (c *Conversations) Release(key store.Key) {
 		if o.lease == 0 || !c.hostOf().Idle(key) {
 			return
 		}
+		// From the let-go on, another replica may own and write the
+		// conversation, even when its answer is lost and the record kept
+		// here: what a claim read of it is no longer vouched for.
+		if c.primer != nil {
+			c.primer.Unprime(key)
+		}
 		ctx, cancel := context.WithTimeout(c.ctx, c.r.TTL())
 		defer cancel()
 		resp, err := c.cli.Txn(ctx).
