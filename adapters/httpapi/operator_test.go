@@ -85,9 +85,14 @@ func convURL(base, key string, rest ...string) string {
 func TestOperatorAPI(t *testing.T) {
 	base, b := serveOperator(t, "")
 	chatEvents(t, base, "done1", "hello")
-	eventually(t, "done1's session is saved", func() bool { // after its answer, its last activity
+	eventually(t, "done1's session is saved and its turn over", func() bool { // after its answer: its last activity, then its end
 		c, err := b.Store.Conversation(store.NewKey("http", "", "done1", ""))
-		return err == nil && c.SessionID != ""
+		if err != nil || c.SessionID == "" {
+			return false
+		}
+		var l listing
+		getJSON(t, base+"/v1/conversations", "", &l)
+		return len(l.Conversations) == 1 && l.Conversations[0].State == "idle"
 	})
 
 	res := postChat(t, base, `{"conversation":"run1","text":"!text 30\n!hang"}`)
