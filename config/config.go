@@ -236,11 +236,12 @@ func Default() Config {
 		Schedules:     schedule.DefaultConfig(),
 		WorktreeTTL:   336 * time.Hour,
 		Engines:       map[string]engine.Settings{},
-		Slack:         slack.Config{APIURL: slack.DefaultAPIURL, Streaming: slack.StreamEdits},
-		Telegram:      telegram.Config{APIURL: telegram.DefaultAPIURL},
-		Discord:       discord.Config{APIURL: discord.DefaultAPIURL},
-		HTTP:          httpapi.Config{Listen: httpapi.DefaultListen},
-		dir:           ".",
+		Slack: slack.Config{APIURL: slack.DefaultAPIURL, Streaming: slack.StreamEdits, ToolActivity: slack.ActivityReplies,
+			SuggestedPrompts: []slack.Prompt{}},
+		Telegram: telegram.Config{APIURL: telegram.DefaultAPIURL},
+		Discord:  discord.Config{APIURL: discord.DefaultAPIURL},
+		HTTP:     httpapi.Config{Listen: httpapi.DefaultListen},
+		dir:      ".",
 	}
 	for _, s := range engine.Engines() {
 		c.Engines[s.Name] = s.NewSettings()

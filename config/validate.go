@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/golem-chat/golem/adapters/httpapi"
-	"github.com/golem-chat/golem/adapters/slack"
 	"github.com/golem-chat/golem/core"
 	"github.com/golem-chat/golem/engine"
 	"github.com/golem-chat/golem/store/etcdstore"
@@ -90,8 +89,8 @@ func (c *Config) Validate() error {
 	if err := c.Sandbox.Validate("sandbox"); err != nil {
 		return err
 	}
-	if s := c.Slack.Streaming; s != "" && s != slack.StreamEdits && s != slack.StreamNative {
-		return fmt.Errorf("slack.streaming: %q is not edits or native", s)
+	if err := c.Slack.Validate(); err != nil {
+		return err
 	}
 	if c.Sandbox.Mode == "" || c.Sandbox.Network == "" {
 		return fmt.Errorf("sandbox: mode and network must be set (auto and allowlist by default)")

@@ -49,6 +49,11 @@ type Message struct {
 	Mentioned bool // the bot was @-mentioned or replied to
 	DM        bool // a direct message to the bot
 
+	// Viewing is what the person has open beside the chat with the bot,
+	// as the platform tells it (Slack's split view: "the channel #general
+	// (C0123)"), or empty. The turn's prompt names it, as context.
+	Viewing string
+
 	// Sink, when set, receives the normalized events of what this message
 	// causes instead of the reply streamer: a turn's events ending with its
 	// terminal event; a command's answer as one text event then done; a
@@ -241,6 +246,32 @@ type Drafter interface {
 // platform shows it as complete. An error is logged; the text is there.
 type Ender interface {
 	End(ctx context.Context, msg MessageRef) error
+}
+
+// Step is one tool call of an answer as it runs, as a Stepper shows it.
+type Step struct {
+	// ID is the engine's id of the tool call; its result has the same.
+	ID string
+	// Name is the tool ("Bash", "Read"); Summary the argument a person
+	// wants to see first ("go test ./..."), on one line, may be empty; Line
+	// is the call as the activity reply shows it (ToolLine). All three are
+	// set on the result's step too.
+	Name, Summary, Line string
+	// Done is set once the result came; Failed when it was an error.
+	// Output is the result's text (the Stepper shortens it).
+	Done, Failed bool
+	Output       string
+}
+
+// Stepper is implemented by posters that show what the agent is doing
+// while it runs (Slack: the thread's status line, task cards inside the
+// streamed answer). The streamer calls Step on its goroutine, in order,
+// for each tool call when it starts and again when its result comes, once
+// the answer has a message (answer). Step returns whether it showed the
+// call inside the answer: if not, the call's activity line is posted as
+// usual. It must not wait long (it may call the platform once or twice).
+type Stepper interface {
+	Step(ctx context.Context, answer MessageRef, s Step) (inAnswer bool)
 }
 
 // Typist is implemented by adapters that can show the bot is working (a

@@ -38,9 +38,11 @@ type Reply struct {
 
 	mu        sync.Mutex
 	text      strings.Builder
-	afterTool bool     // a tool ran since the last text: start a new paragraph
-	tools     []string // activity lines not yet posted
-	notice    string   // set by Finish
+	afterTool bool            // a tool ran since the last text: start a new paragraph
+	tools     []string        // activity lines not yet posted
+	steps     []Step          // tool calls and results not yet shown, with a Stepper
+	calls     map[string]Step // the calls of the turn by id, with a Stepper
+	notice    string          // set by Finish
 	finished  bool
 	flushes   []chan MessageRef // Flush calls waiting for the pump
 
@@ -51,6 +53,7 @@ type Reply struct {
 	msgs         []sentMessage
 	lastActivity time.Time
 	drafter      Drafter // nil: edit messages
+	stepper      Stepper // nil: tool calls are activity lines only
 	draft        sentMessage
 }
 
@@ -72,6 +75,9 @@ func NewReply(ctx context.Context, a Poster, place Place, log *slog.Logger, onAn
 	}
 	if d, ok := a.(Drafter); ok && place.ReplyTo != "" && d.CanDraft(place) {
 		r.drafter = d
+	}
+	if s, ok := a.(Stepper); ok {
+		r.stepper, r.calls = s, map[string]Step{}
 	}
 	if r.lim.MaxLen <= 0 {
 		r.lim.MaxLen = 4000
@@ -97,8 +103,23 @@ func (r *Reply) Add(evs ...parser.Event) {
 			r.afterTool = false
 			r.text.WriteString(ev.Content)
 		case parser.ToolCall:
-			r.tools = append(r.tools, ToolLine(ev.Name, ev.Args))
+			line := ToolLine(ev.Name, ev.Args)
+			if r.stepper == nil {
+				r.tools = append(r.tools, line)
+			} else {
+				step := Step{ID: ev.ID, Name: ev.Name, Summary: argSummary(ev.Args), Line: line}
+				r.calls[ev.ID] = step
+				r.steps = append(r.steps, step)
+			}
 			r.afterTool = true
+		case parser.ToolResult:
+			step, ok := r.calls[ev.ID]
+			if r.stepper == nil || !ok {
+				continue
+			}
+			delete(r.calls, ev.ID)
+			step.Done, step.Failed, step.Output = true, ev.IsError, ev.Content
+			r.steps = append(r.steps, step)
 		case parser.Warning:
 			r.tools = append(r.tools, "⚠️ "+ev.Message)
 		default:
@@ -191,15 +212,17 @@ func (r *Reply) pump(ctx context.Context) {
 		}
 		r.mu.Lock()
 		text, finished, notice := r.text.String(), r.finished, r.notice
-		tools := r.tools
-		r.tools = nil
+		tools, steps := r.tools, r.steps
+		r.tools, r.steps = nil, nil
 		r.mu.Unlock()
 
 		if finished {
+			tools = append(r.showSteps(ctx, steps), tools...)
 			r.finish(ctx, text, notice, tools)
 			return
 		}
 		wait := r.flushText(ctx, text)
+		tools = append(r.showSteps(ctx, steps), tools...)
 		if w := r.flushTools(ctx, tools); w > 0 && (wait == 0 || w < wait) {
 			wait = w
 		}
@@ -326,6 +349,31 @@ func (r *Reply) editLatest(ctx context.Context, le LatestEditor, i int) {
 		return
 	}
 	m.text = sent
+}
+
+// showSteps hands the tool calls and results to the Stepper, once the
+// answer has a message (posting the placeholder if it has none yet), and
+// returns the activity lines of the calls it did not show in the answer.
+func (r *Reply) showSteps(ctx context.Context, steps []Step) []string {
+	if len(steps) == 0 {
+		return nil
+	}
+	if len(r.msgs) == 0 && r.drafter == nil && r.send(ctx, placeholder) != nil {
+		var lines []string // no answer to show them in: activity lines
+		for _, s := range steps {
+			if !s.Done {
+				lines = append(lines, s.Line)
+			}
+		}
+		return lines
+	}
+	var lines []string
+	for _, s := range steps {
+		if !r.stepper.Step(ctx, r.anchor(), s) && !s.Done {
+			lines = append(lines, s.Line)
+		}
+	}
+	return lines
 }
 
 // flushTools posts pending activity lines as one message when the post

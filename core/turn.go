@@ -102,7 +102,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	if prompt == "" {
 		prompt = "Look at the attached files."
 	}
-	prompt = withContext(prompt, said(), d.opts.Context)
+	prompt = withContext(withViewing(prompt, m.Viewing), said(), d.opts.Context)
 
 	box := openOutbox(ws.Dir)
 	shared := d.useOutbox(box.dir, key)

@@ -75,6 +75,18 @@ type Options struct {
 	// streams it as a thread reply with chat.startStream, appendStream and
 	// stopStream (see stream.go).
 	Streaming string
+	// ToolActivity is where, with StreamNative, each tool call shows
+	// (slack.tool_activity): ActivityReplies (default) posts it as a reply
+	// in the answer's thread, as with edits; ActivityTasks makes it a task
+	// card inside the streamed answer (task_update chunks, timeline).
+	ToolActivity string
+	// SuggestedPrompts (slack.suggested_prompts, at most four) are set on
+	// every thread of the app's split view as it opens.
+	SuggestedPrompts []Prompt
+	// StatusRefresh is how often, with StreamNative, the thread's status
+	// line ("is running `go test ./...`") is set again while a tool runs,
+	// before Slack clears it (two minutes); default 90 s.
+	StatusRefresh time.Duration
 	// HTTPClient is used for every Web API call and file transfer;
 	// default a client that gives up on an answer not begun within 30 s
 	// of the request. Besides, one attempt of a Web API call is bounded to
@@ -93,6 +105,9 @@ type webAPI interface {
 	AppendStreamContext(ctx context.Context, channel, ts string, opts ...slackapi.MsgOption) (string, string, error)
 	StopStreamContext(ctx context.Context, channel, ts string, opts ...slackapi.MsgOption) (string, string, error)
 	RemoveReactionContext(ctx context.Context, name string, item slackapi.ItemRef) error
+	SetAssistantThreadsStatusContext(ctx context.Context, params slackapi.AssistantThreadsSetStatusParameters) error
+	SetAssistantThreadsTitleContext(ctx context.Context, params slackapi.AssistantThreadsSetTitleParameters) error
+	SetAssistantThreadsSuggestedPromptsContext(ctx context.Context, params slackapi.AssistantThreadsSetSuggestedPromptsParameters) error
 	GetFileInfoContext(ctx context.Context, id string, count, page int) (*slackapi.File, []slackapi.Comment, *slackapi.Paging, error)
 	GetFileContext(ctx context.Context, url string, w io.Writer) error
 	GetConversationHistoryContext(ctx context.Context, params *slackapi.GetConversationHistoryParameters) (*slackapi.GetConversationHistoryResponse, error)
@@ -140,8 +155,15 @@ type Adapter struct {
 	// channel/ts, who sent each message by channel/ts, and the answers
 	// (channel/ts of the message answered) whose stream did not start.
 	streams map[string]*stream
+	latest  map[string]string // per answer (channel/ts answered): the ts of its newest stream
 	askers  map[string]asker
 	refused map[string]bool
+	// statuses are the threads' status lines golem set, by channel/thread;
+	// threads the split view's threads by channel/thread. Guarded by mu.
+	statuses map[string]*threadStatus
+	threads  map[string]*assistantThread
+	// statusCalls is the assistant.threads.setStatus budget.
+	statusCalls *budget
 }
 
 var (
@@ -150,6 +172,7 @@ var (
 	_ core.LatestEditor = (*Adapter)(nil)
 	_ core.Uploader     = (*Adapter)(nil)
 	_ core.Ender        = (*Adapter)(nil)
+	_ core.Stepper      = (*Adapter)(nil)
 )
 
 // New checks opts and returns an adapter; it connects in Start.
@@ -175,12 +198,13 @@ func New(opts Options) (*Adapter, error) {
 	if opts.MaxUpload <= 0 || opts.MaxUpload > MaxUpload {
 		opts.MaxUpload = MaxUpload
 	}
-	switch opts.Streaming {
-	case "":
-		opts.Streaming = StreamEdits
-	case StreamEdits, StreamNative:
-	default:
-		return nil, fmt.Errorf("slack: streaming: %q is not edits or native", opts.Streaming)
+	if err := (Config{Streaming: opts.Streaming, ToolActivity: opts.ToolActivity, SuggestedPrompts: opts.SuggestedPrompts}).Validate(); err != nil {
+		return nil, err
+	}
+	opts.Streaming = cmp.Or(opts.Streaming, StreamEdits)
+	opts.ToolActivity = cmp.Or(opts.ToolActivity, ActivityReplies)
+	if opts.StatusRefresh <= 0 {
+		opts.StatusRefresh = 90 * time.Second
 	}
 	if opts.WorkingReaction == "" {
 		opts.WorkingReaction = "hourglass_flowing_sand"
@@ -211,8 +235,12 @@ func New(opts Options) (*Adapter, error) {
 		streamStops:  newBudget(18, 3),
 		appends:      newBudget(90, 5),
 		streams:      map[string]*stream{},
+		latest:       map[string]string{},
 		askers:       map[string]asker{},
 		refused:      map[string]bool{},
+		statuses:     map[string]*threadStatus{},
+		threads:      map[string]*assistantThread{},
+		statusCalls:  newBudget(90, 5),
 	}
 	a.channels = namecache.New(namecache.Options{Lookup: a.channelName})
 	return a, nil

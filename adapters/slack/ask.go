@@ -46,6 +46,9 @@ func (a *Adapter) Ask(ctx context.Context, q core.Question) (core.MessageRef, er
 	if err != nil {
 		return core.MessageRef{}, fmt.Errorf("slack: post a question: %w", err)
 	}
+	if thread != "" {
+		a.toolDone(channel, thread) // the question, which cleared the status, says what waits
+	}
 	return core.MessageRef{Channel: channel, Thread: thread, ID: ts}, nil
 }
 

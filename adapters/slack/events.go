@@ -123,10 +123,15 @@ func (a *Adapter) takeEvent(ctx context.Context, h core.Handler, outer slackeven
 		m, files, ok = a.fromMention(e)
 	case *slackevents.MessageEvent:
 		m, files, ok = a.fromDirectMessage(e)
+	case *slackevents.AssistantThreadStartedEvent:
+		a.onAssistantThread(ctx, e.AssistantThread, true)
+	case *slackevents.AssistantThreadContextChangedEvent:
+		a.onAssistantThread(ctx, e.AssistantThread, false)
 	}
 	if !ok {
 		return false
 	}
+	a.inAssistantThread(ctx, &m)
 	m.EventID = cb.EventID
 	m.Workspace = outer.TeamID
 	a.log.Debug("slack: message", "event_id", m.EventID, "channel", m.Channel, "user", m.User,

@@ -48,6 +48,7 @@ func (a *Adapter) SendActivity(ctx context.Context, answer core.MessageRef, text
 	if _, err := a.post(ctx, answer.Channel, thread, text, slackapi.MsgOptionMetadata(activityMetadata)); err != nil {
 		return fmt.Errorf("slack: post tool activity: %w", err)
 	}
+	a.keepStatus(ctx, answer.Channel, thread)
 	return nil
 }
 

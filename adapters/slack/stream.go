@@ -19,6 +19,12 @@ const (
 	StreamNative = "native" // chat.startStream, appendStream, stopStream
 )
 
+// The values of slack.tool_activity.
+const (
+	ActivityReplies = "replies" // a reply in the answer's thread per batch of tool calls (the default)
+	ActivityTasks   = "tasks"   // a task card per tool call inside the streamed answer
+)
+
 // MaxStreamLen is the most one streamed message holds, in characters of
 // its markdown: an answer longer than that continues in a new streamed
 // message in the same thread.
@@ -32,8 +38,9 @@ const corePlaceholder = "⏳ _working…_"
 
 // stream is one streamed answer message.
 type stream struct {
-	sent string // the markdown appended so far
-	open bool   // still streaming: grown by appends, not by chat.update
+	sent   string // the markdown appended so far
+	open   bool   // still streaming: grown by appends, not by chat.update
+	answer string // channel/ts of the message it answers, its answer's key
 }
 
 // asker is who sent a message that an answer may reply to.
@@ -106,6 +113,9 @@ func (a *Adapter) startStream(ctx context.Context, to core.Place, text string) (
 	if md != "" {
 		opts = append(opts, slackapi.MsgOptionMarkdownText(md))
 	}
+	if a.opts.ToolActivity == ActivityTasks {
+		opts = append(opts, slackapi.MsgOptionTaskDisplayMode(slackapi.TaskDisplayModeTimeline))
+	}
 	var ts string
 	// chat.startStream has no idempotency key, like chat.postMessage; a
 	// start that fails is not repeated but falls back to edits, so a
@@ -129,7 +139,8 @@ func (a *Adapter) startStream(ctx context.Context, to core.Place, text string) (
 		return core.MessageRef{}, false, nil
 	}
 	a.mu.Lock()
-	a.streams[streamKey(to.Channel, ts)] = &stream{sent: md, open: true}
+	a.streams[streamKey(to.Channel, ts)] = &stream{sent: md, open: true, answer: key}
+	a.latest[key] = ts
 	a.mu.Unlock()
 	return core.MessageRef{Channel: to.Channel, Thread: thread, ID: ts}, true, nil
 }
@@ -219,6 +230,9 @@ func (a *Adapter) stopStream(ctx context.Context, msg core.MessageRef, st *strea
 // End implements core.Ender: it stops the stream of an answer's message
 // once its final text is in; a posted message has nothing to end.
 func (a *Adapter) End(ctx context.Context, msg core.MessageRef) error {
+	if msg.Thread != "" {
+		a.clearStatus(ctx, msg.Channel, msg.Thread)
+	}
 	st := a.streamOf(msg)
 	if st == nil {
 		return nil
@@ -226,8 +240,123 @@ func (a *Adapter) End(ctx context.Context, msg core.MessageRef) error {
 	err := a.stopStream(ctx, msg, st)
 	a.mu.Lock()
 	delete(a.streams, streamKey(msg.Channel, msg.ID))
+	if a.latest[st.answer] == msg.ID {
+		delete(a.latest, st.answer)
+	}
 	a.mu.Unlock()
 	return err
+}
+
+// Step implements core.Stepper. With streaming native, a tool call sets
+// the thread's status line to what it does, kept up while it runs (see
+// setStatus); with tool_activity tasks it is also a task card in the
+// answer's newest stream: in_progress at the call, complete or error with
+// its output at the result. A call is left to the activity replies where
+// the answer does not stream (posted instead, or ended under it).
+func (a *Adapter) Step(ctx context.Context, answer core.MessageRef, s core.Step) bool {
+	if a.opts.Streaming != StreamNative {
+		return false
+	}
+	if answer.Thread != "" {
+		if s.Done {
+			a.toolDone(answer.Channel, answer.Thread)
+		} else {
+			a.setStatus(ctx, answer.Channel, answer.Thread, statusLine(s))
+		}
+	}
+	if a.opts.ToolActivity != ActivityTasks || s.ID == "" {
+		return false
+	}
+	msg, st := a.newestStream(answer)
+	if st == nil || !st.open {
+		return false
+	}
+	return a.appendTask(ctx, msg, st, taskChunk(s))
+}
+
+// newestStream is the stream an answer whose first message is first grows
+// now: its continuation's, once it has one.
+func (a *Adapter) newestStream(first core.MessageRef) (core.MessageRef, *stream) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := a.streams[streamKey(first.Channel, first.ID)]
+	if st == nil {
+		return first, nil
+	}
+	if ts, ok := a.latest[st.answer]; ok && a.streams[streamKey(first.Channel, ts)] != nil {
+		first.ID = ts
+		st = a.streams[streamKey(first.Channel, ts)]
+	}
+	return first, st
+}
+
+// appendTask appends one task_update chunk to msg's stream and reports
+// whether it is there. An expired stream, or an append of unknown outcome
+// (the stream is then stopped, as in growStream), leaves the call to an
+// activity reply.
+func (a *Adapter) appendTask(ctx context.Context, msg core.MessageRef, st *stream, task slackapi.TaskUpdateChunk) bool {
+	call := retry.Call{Method: "chat.appendStream", RateLimited: a.appends.pause,
+		Before: func(ctx context.Context) (func(), error) { return nil, a.appends.wait(ctx) }}
+	err := a.retry.Do(ctx, call, func(ctx context.Context) error {
+		_, _, err := a.api.AppendStreamContext(ctx, msg.Channel, msg.ID, slackapi.MsgOptionChunks(task))
+		return err
+	})
+	switch {
+	case isCode(err, "message_not_in_streaming_state"):
+		a.log.Info("slack: a stream ended under the answer; carrying on with chat.update", "channel", msg.Channel, "ts", msg.ID)
+		st.open = false
+		return false
+	case err != nil:
+		a.log.Warn("slack: a task update failed; the tool call is posted in the thread", "channel", msg.Channel, "ts", msg.ID, "err", err)
+		_ = a.stopStream(ctx, msg, st)
+		return false
+	}
+	return true
+}
+
+// MaxTaskOutput is the most characters of a task card's output (Slack's
+// limit).
+const MaxTaskOutput = 256
+
+// taskChunk is the task_update chunk of a tool call or its result.
+func taskChunk(s core.Step) slackapi.TaskUpdateChunk {
+	title := s.Name
+	if s.Summary != "" {
+		title += ": " + s.Summary
+	}
+	t := slackapi.NewTaskUpdateChunk(s.ID, cutRunes(title, MaxTaskOutput))
+	switch {
+	case !s.Done:
+		t.Status = slackapi.TaskCardStatusInProgress
+	case s.Failed:
+		t.Status = slackapi.TaskCardStatusError
+	default:
+		t.Status = slackapi.TaskCardStatusComplete
+	}
+	if s.Done {
+		t.Output = shortOutput(s.Output, MaxTaskOutput)
+	}
+	return t
+}
+
+// shortOutput is a tool's output within limit characters: its end, where
+// a command's verdict is, after "…" when cut.
+func shortOutput(out string, limit int) string {
+	out = strings.TrimSpace(out)
+	r := []rune(out)
+	if len(r) <= limit {
+		return out
+	}
+	return "…" + strings.TrimLeft(string(r[len(r)-limit+1:]), " \n")
+}
+
+// cutRunes is s within limit characters, ending in "…" when cut.
+func cutRunes(s string, limit int) string {
+	r := []rune(s)
+	if len(r) <= limit {
+		return s
+	}
+	return string(r[:limit-1]) + "…"
 }
 
 // isCode reports whether err is Slack's ok:false answer code.

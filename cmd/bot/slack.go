@@ -19,6 +19,7 @@ func init() {
 			return nil, nil
 		}
 		return slack.New(slack.Options{BotToken: c.BotToken, AppToken: c.AppToken, APIURL: c.APIURL, Streaming: c.Streaming,
+			ToolActivity: c.ToolActivity, SuggestedPrompts: c.SuggestedPrompts,
 			Inbox: a.inbox(), State: a.store, JournalKey: a.member.journalKey("slack.pending"), JournalOf: a.member.journalOf("slack.pending"),
 			Replica: a.member.replica,
 			Logger:  a.log})

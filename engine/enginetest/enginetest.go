@@ -55,7 +55,7 @@
 //	!stamp              answer "stamp:<unix nanoseconds>", the time the line is written
 //	!write PATH TEXT    write TEXT to the file PATH (relative to the working directory)
 //	!tool NAME {JSON}   a tool use with these args, then its result "fake output of NAME"
-//	!sh COMMAND         a Bash tool use that runs COMMAND with /bin/sh in the working
+//	!sh COMMAND         a Bash tool use (printed before it runs) that runs COMMAND with /bin/sh in the working
 //	                    directory; its result is what it printed, an error if it failed
 //	!ask NAME {JSON}    a tool use that needs permission (see Approvals)
 //	!garbage            print non-JSON, broken JSON, ANSI, binary and unknown-type lines

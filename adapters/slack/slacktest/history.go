@@ -61,7 +61,8 @@ func (s *Server) AddMessage(m Message) Message {
 // DefaultScopes are the bot token's scopes unless SetScopes changes them:
 // all that golem asks for in its setup steps.
 var DefaultScopes = []string{"app_mentions:read", "channels:history", "groups:history", "im:history", "mpim:history",
-	"chat:write", "reactions:write", "files:read", "files:write", "users:read", "channels:read", "groups:read", "commands"}
+	"chat:write", "reactions:write", "files:read", "files:write", "users:read", "channels:read", "groups:read", "commands",
+	"assistant:write"}
 
 // SetScopes replaces the bot token's scopes. A method that needs a scope
 // the token lacks is answered ok:false, missing_scope, with needed and
@@ -113,8 +114,11 @@ func (s *Server) neededScopeLocked(method string, a map[string]string) string {
 		default:
 			need = "channels:read"
 		}
-	case "chat.postMessage", "chat.update", "chat.postEphemeral", "chat.startStream", "chat.appendStream", "chat.stopStream":
+	case "chat.postMessage", "chat.update", "chat.postEphemeral", "chat.startStream", "chat.appendStream", "chat.stopStream",
+		"assistant.threads.setStatus":
 		need = "chat:write"
+	case "assistant.threads.setTitle", "assistant.threads.setSuggestedPrompts":
+		need = "assistant:write"
 	case "reactions.add", "reactions.remove":
 		need = "reactions:write"
 	}

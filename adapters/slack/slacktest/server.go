@@ -47,6 +47,10 @@ type Options struct {
 	// before its stream ends (message_not_in_streaming_state afterwards);
 	// default DefaultStreamIdle.
 	StreamIdle time.Duration
+	// StatusTimeout is how long a thread's status (assistant.threads.setStatus)
+	// shows when no message is posted in the thread; default
+	// DefaultStatusTimeout, Slack's two minutes.
+	StatusTimeout time.Duration
 	// PingInterval is how often the socket pings the client; default 2s.
 	// slack-go reconnects when it hears no ping for 30 s.
 	PingInterval time.Duration
@@ -121,7 +125,12 @@ type Message struct {
 	Streaming bool
 	Appends   int
 	Recipient string
-	streamAt  time.Time // the stream's start or latest append
+	// TaskDisplay is the task_display_mode it was started with; Tasks the
+	// task cards its task_update chunks made, in order of first update.
+	TaskDisplay string
+	Tasks       []Task
+	SubType     string    // "assistant_app_thread" for a split-view thread's root
+	streamAt    time.Time // the stream's start or latest append
 }
 
 // Server is a running fake Slack. Its methods are safe for concurrent use.
@@ -163,6 +172,10 @@ type Server struct {
 	mpims      map[string]bool   // channels that are group DMs (GroupDM)
 	holding    map[string]int    // calls held by Failure.Until, per method
 	closed     bool
+	// assistant are the split view's threads by channel/ts; statuses the
+	// threads' status lines by channel/ts.
+	assistant map[string]*AssistantThread
+	statuses  map[string]status
 }
 
 // New starts a fake Slack on 127.0.0.1. Call Close when done.
@@ -195,6 +208,8 @@ func New(opts Options) *Server {
 		holding:    map[string]int{},
 
 		streamCalls: map[string][]time.Time{},
+		assistant:   map[string]*AssistantThread{},
+		statuses:    map[string]status{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/{method}", s.serveAPI)
@@ -285,6 +300,7 @@ func (s *Server) Messages(channel string) []Message {
 		if channel == "" || m.Channel == channel {
 			c := *m
 			c.Reactions = slices.Clone(m.Reactions)
+			c.Tasks = slices.Clone(m.Tasks)
 			out = append(out, c)
 		}
 	}

@@ -200,6 +200,8 @@ func (s *Server) apiLocked(method string, a map[string]string, now time.Time) (m
 	switch method {
 	case "chat.startStream", "chat.appendStream", "chat.stopStream":
 		return s.streamLocked(method, a, now)
+	case "assistant.threads.setStatus", "assistant.threads.setTitle", "assistant.threads.setSuggestedPrompts":
+		return s.assistantLocked(method, a, now)
 	case "auth.test":
 		return map[string]any{"url": s.URL + "/", "team": "Fake", "user": "golem",
 			"team_id": TeamID, "user_id": BotUserID, "bot_id": BotID}, ""
@@ -226,6 +228,7 @@ func (s *Server) apiLocked(method string, a map[string]string, now time.Time) (m
 			return nil, "invalid_metadata_format"
 		}
 		s.msgs = append(s.msgs, m)
+		s.postedInThreadLocked(m.Channel, m.ThreadTS)
 		return map[string]any{"channel": m.Channel, "ts": m.TS, "message": wireMessage(m)}, ""
 	case "chat.update":
 		s.expireStreamsLocked(now)
@@ -327,6 +330,9 @@ func wireMessage(m *Message) map[string]any {
 	}
 	if m.BotID != "" {
 		w["bot_id"] = m.BotID
+	}
+	if m.SubType != "" {
+		w["subtype"] = m.SubType
 	}
 	if len(m.Files) > 0 {
 		w["files"] = m.Files

@@ -431,15 +431,23 @@ func (a *agent) tool(arg string) {
 
 // sh runs command with /bin/sh in the working directory as a Bash tool
 // use whose result is what it printed (stdout and stderr), an error when
-// it exits non-zero.
+// it exits non-zero. The tool use is printed before the command runs and
+// the result after, as a real CLI prints them.
 func (a *agent) sh(command string) {
 	input, _ := json.Marshal(obj{"command": command})
+	end := a.toolStart("Bash", input)
 	out, err := exec.Command("/bin/sh", "-c", command).CombinedOutput()
-	a.toolUse("Bash", input, string(out), err != nil)
+	end(string(out), err != nil)
 }
 
 // toolUse prints a tool use of name with input and its result output.
 func (a *agent) toolUse(name string, input json.RawMessage, output string, isErr bool) {
+	a.toolStart(name, input)(output, isErr)
+}
+
+// toolStart prints a tool use of name with input and returns the func
+// that prints its result.
+func (a *agent) toolStart(name string, input json.RawMessage) (result func(output string, isErr bool)) {
 	a.turns++
 	if a.cursor {
 		key := strings.ToLower(name[:1]) + name[1:] + "ToolCall"
@@ -449,16 +457,19 @@ func (a *agent) toolUse(name string, input json.RawMessage, output string, isErr
 		id := a.nextID("call_")
 		a.emit(obj{"type": "tool_call", "subtype": "started", "call_id": id,
 			"tool_call": obj{key: obj{"args": input}}, "session_id": a.session})
-		a.emit(obj{"type": "tool_call", "subtype": "completed", "call_id": id, "tool_call": obj{key: obj{
-			"args": input, "result": obj{"success": obj{"exitCode": map[bool]int{false: 0, true: 1}[isErr], "stdout": output, "stderr": ""}}}},
-			"session_id": a.session})
-		return
+		return func(output string, isErr bool) {
+			a.emit(obj{"type": "tool_call", "subtype": "completed", "call_id": id, "tool_call": obj{key: obj{
+				"args": input, "result": obj{"success": obj{"exitCode": map[bool]int{false: 0, true: 1}[isErr], "stdout": output, "stderr": ""}}}},
+				"session_id": a.session})
+		}
 	}
 	id := a.nextID("toolu_")
 	a.emit(a.assistant(a.nextID("msg_"), obj{"type": "tool_use", "id": id, "name": name, "input": input}))
-	a.emit(obj{"type": "user", "message": obj{"role": "user", "content": []obj{{
-		"tool_use_id": id, "type": "tool_result", "content": output, "is_error": isErr}}},
-		"session_id": a.session, "tool_use_result": obj{"stdout": output, "stderr": "", "interrupted": false}})
+	return func(output string, isErr bool) {
+		a.emit(obj{"type": "user", "message": obj{"role": "user", "content": []obj{{
+			"tool_use_id": id, "type": "tool_result", "content": output, "is_error": isErr}}},
+			"session_id": a.session, "tool_use_result": obj{"stdout": output, "stderr": "", "interrupted": false}})
+	}
 }
 
 // garbage writes lines a parser must skip.
