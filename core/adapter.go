@@ -243,7 +243,10 @@ type Drafter interface {
 // they grow (Slack's streamed messages, chat.startStream … chat.stopStream):
 // Send opens one, Edit and EditLatest grow it, and the streamer calls End
 // for each message of the answer once its final text is delivered, so the
-// platform shows it as complete. An error is logged; the text is there.
+// platform shows it as complete. An Ender may hold back the final Edit
+// of a message still open and deliver that text with End (Slack sends it
+// with chat.stopStream, one call instead of two), so End must deliver it
+// exactly or say why in its error, which is logged.
 type Ender interface {
 	End(ctx context.Context, msg MessageRef) error
 }

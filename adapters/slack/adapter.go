@@ -158,6 +158,9 @@ type Adapter struct {
 	latest  map[string]string // per answer (channel/ts answered): the ts of its newest stream
 	askers  map[string]asker
 	refused map[string]bool
+	// reserved are the answers (channel/ts answered) that took their
+	// stream's start when their turn began (see thinking).
+	reserved map[string]bool
 	// statuses are the threads' status lines golem set, by channel/thread;
 	// threads the split view's threads by channel/thread. Guarded by mu.
 	statuses map[string]*threadStatus
@@ -231,16 +234,17 @@ func New(opts Options) (*Adapter, error) {
 		posted:  map[string]string{},
 		retry:   newPolicy(log),
 
-		streamStarts: newBudget(18, 3),
-		streamStops:  newBudget(18, 3),
+		streamStarts: newBudget(18, 9),
+		streamStops:  newBudget(18, 9),
 		appends:      newBudget(90, 5),
 		streams:      map[string]*stream{},
 		latest:       map[string]string{},
 		askers:       map[string]asker{},
 		refused:      map[string]bool{},
+		reserved:     map[string]bool{},
 		statuses:     map[string]*threadStatus{},
 		threads:      map[string]*assistantThread{},
-		statusCalls:  newBudget(90, 5),
+		statusCalls:  newBudget(180, 20),
 	}
 	a.channels = namecache.New(namecache.Options{Lookup: a.channelName})
 	return a, nil

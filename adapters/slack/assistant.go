@@ -15,10 +15,16 @@ import (
 // (assistant.threads.setStatus), which Slack shows under the thread until
 // a message is posted there, golem clears it, or two minutes pass.
 type threadStatus struct {
+	// pending, while the first call setting text is under way, is closed
+	// when it is done.
+	pending chan struct{}
 	text    string
-	running bool        // a tool runs: the line is set again every StatusRefresh
-	gen     int         // counts the lines set, so that an old refresh stops
-	timer   *time.Timer // the next refresh, while running
+	running bool // a tool runs: the line is set again every StatusRefresh
+	// thinking marks the line thinking set before the answer shows,
+	// which the stream's start clears.
+	thinking bool
+	gen      int         // counts the lines set, so that an old refresh stops
+	timer    *time.Timer // the next refresh, while running
 }
 
 // statusLine is what the thread's status says while a tool runs: "is
@@ -64,7 +70,7 @@ func (a *Adapter) setStatus(ctx context.Context, channel, thread, text string) {
 	if st.timer != nil {
 		st.timer.Stop()
 	}
-	st.text, st.running = text, true
+	st.text, st.running, st.thinking = text, true, false
 	st.gen++
 	gen := st.gen
 	a.mu.Unlock()
@@ -157,6 +163,110 @@ func (a *Adapter) callStatus(ctx context.Context, channel, thread, text string) 
 	})
 	if err != nil {
 		a.log.Debug("slack: set a thread's status", "channel", channel, "err", withScopeHint(err))
+	}
+}
+
+// thinkingStatus is the thread's status before the answer shows.
+const thinkingStatus = "is thinking…"
+
+// thinking, with streaming native, is the working indicator of a turn
+// whose answer will stream: it takes the stream's start now (Tier 2; see
+// startStream) and shows "is thinking…" as the status of the thread the
+// answer streams in, instead of the hourglass on the message; Slack
+// clears the status when the stream starts, and the returned stop clears
+// what is left. Neither waits for Slack. It reports false when the answer
+// will be posted and edited (no start free now, or Slack refused this
+// answer's stream): that turn gets the hourglass.
+func (a *Adapter) thinking(ctx context.Context, on core.Message) (func(), bool) {
+	if a.opts.Streaming != StreamNative {
+		return nil, false
+	}
+	key := streamKey(on.Channel, on.ID)
+	a.mu.Lock()
+	refused := a.refused[key]
+	a.mu.Unlock()
+	if refused {
+		return nil, false
+	}
+	if !a.streamStarts.take() {
+		a.log.Debug("slack: no stream start free; this answer is posted and edited", "channel", on.Channel)
+		a.refuse(key)
+		return nil, false
+	}
+	thread := on.Thread
+	if thread == "" {
+		thread = on.ID
+	}
+	skey := streamKey(on.Channel, thread)
+	done := make(chan struct{})
+	a.mu.Lock()
+	if len(a.reserved) > 10000 {
+		clear(a.reserved)
+	}
+	a.reserved[key] = true
+	gen := 1
+	if st := a.statuses[skey]; st != nil {
+		gen = st.gen + 1
+		if st.timer != nil {
+			st.timer.Stop()
+		}
+	}
+	a.statuses[skey] = &threadStatus{pending: done, text: thinkingStatus, running: true, thinking: true, gen: gen}
+	a.mu.Unlock()
+	bg := context.WithoutCancel(ctx)
+	go func() {
+		defer close(done)
+		ctx, cancel := context.WithTimeout(bg, 30*time.Second)
+		defer cancel()
+		a.callStatus(ctx, on.Channel, thread, thinkingStatus)
+		a.mu.Lock()
+		st := a.statuses[skey]
+		late := st == nil || st.gen != gen // the stream started meanwhile, or a tool's line came
+		a.mu.Unlock()
+		if late && st == nil {
+			a.callStatus(ctx, on.Channel, thread, "") // the start may have come first
+			return
+		}
+		a.refreshLater(bg, on.Channel, thread, gen)
+	}()
+	return func() {
+		go func() {
+			ctx, cancel := context.WithTimeout(bg, 30*time.Second)
+			defer cancel()
+			a.awaitStatus(ctx, on.Channel, thread)
+			a.clearStatus(ctx, on.Channel, thread)
+		}()
+	}, true
+}
+
+// awaitStatus waits until the thinking status call under way in thread,
+// if any, is done.
+func (a *Adapter) awaitStatus(ctx context.Context, channel, thread string) {
+	a.mu.Lock()
+	var pending chan struct{}
+	if st := a.statuses[streamKey(channel, thread)]; st != nil {
+		pending = st.pending
+	}
+	a.mu.Unlock()
+	if pending != nil {
+		select {
+		case <-pending:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// statusCleared forgets thread's status: a stream started there, which
+// clears it on Slack.
+func (a *Adapter) statusCleared(channel, thread string) {
+	key := streamKey(channel, thread)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if st := a.statuses[key]; st != nil && (st.thinking || !st.running) {
+		if st.timer != nil {
+			st.timer.Stop()
+		}
+		delete(a.statuses, key)
 	}
 }
 

@@ -139,3 +139,41 @@ func TestE2ENativeFilesOut(t *testing.T) {
 		t.Errorf("upload %+v, want report.txt in the answer's thread %s", up, d.TS)
 	}
 }
+
+// TestE2ENativeFinalTextWithTheStop: the last text of a streamed answer
+// goes with chat.stopStream (one call, not an append and a stop); a stop
+// Slack refuses as not streaming leaves the final text to chat.update,
+// still exact.
+func TestE2ENativeFinalTextWithTheStop(t *testing.T) {
+	b := newE2E(t, botConfig{edit: native})
+	d := b.say(slacktest.Event{Channel: "C1", Text: mention + " !delta-rate 10ms 50\ndone"})
+	want := strings.Repeat("x", 50) + "echo: done"
+	ans := b.answer("C1", d.TS, want)
+	streamedAnswer(t, b, "C1", d.TS, ans)
+	stops := b.fake.Calls("chat.stopStream")
+	if len(stops) != 1 || stops[0].Args["markdown_text"] == "" || !strings.HasSuffix(want, stops[0].Args["markdown_text"]) {
+		t.Errorf("chat.stopStream calls %+v, want one carrying the answer's last text", stops)
+	}
+
+	b.fake.Fail("chat.stopStream", 1, slacktest.Failure{Error: "message_not_in_streaming_state"})
+	d2 := b.say(slacktest.Event{Channel: "C1", Text: mention + " !delta-rate 10ms 50\nagain"})
+	want2 := strings.Repeat("x", 50) + "echo: again"
+	var got slacktest.Message
+	if !b.fake.Wait(30*time.Second, func() bool {
+		i := slices.IndexFunc(b.fake.BotMessages("C1"), func(m slacktest.Message) bool { return m.ThreadTS == d2.TS })
+		if i >= 0 {
+			got = b.fake.BotMessages("C1")[i]
+		}
+		return i >= 0 && got.Text == want2 && !got.Streaming
+	}) {
+		t.Fatalf("after a refused stop the answer is %+v, want %q, stopped", got, want2)
+	}
+	if got.Edits == 0 {
+		t.Error("the final text came by no chat.update after the stop was refused")
+	}
+	for _, m := range readBack(t, b.fake, "C1", d2.TS) {
+		if m.Timestamp == got.TS && m.Text != want2 {
+			t.Errorf("read back, the answer is %q, want %q", m.Text, want2)
+		}
+	}
+}

@@ -17,12 +17,15 @@ import (
 // BenchmarkLoad is the load run: 50 conversations in one workspace
 // stream 2,000 text deltas each at once, through slack-go, the dispatcher
 // and the fake agent CLI, against a fake Slack that enforces 50
-// chat.update calls a minute (Tier 3's floor) with 429s. It fails on any
-// 429 or any final text that is not exact, and reports the median and p95
-// time from the agent writing its first text to that text's first visible
-// post, the time until every final text landed, the chat.update calls, and
-// the test process's peak RSS (golem and the fake Slack; the agent
-// processes are separate). Run it once:
+// chat.update calls a minute (Tier 3's floor) and the streaming methods'
+// tiers with 429s, once with slack.streaming edits and once native. It
+// fails on any 429 or any final text that is not exact, and reports the
+// median and p95 time from the agent writing its first text to that
+// text's first visible call (the post, or the stream's start or first
+// append), the time until every final text landed, the Slack calls per
+// answer (every Web API call but auth.test and the socket's), and the
+// test process's peak RSS (golem and the fake Slack; the agent processes
+// are separate). Run it once:
 //
 //	go test ./adapters/slack -run '^$' -bench Load -benchtime 1x
 //
@@ -34,15 +37,20 @@ func BenchmarkLoad(b *testing.B) {
 		convs, _ = strconv.Atoi(c)
 		deltas, _ = strconv.Atoi(d)
 	}
-	for range b.N {
-		runLoad(b, convs, deltas)
+	for _, mode := range []string{StreamEdits, StreamNative} {
+		b.Run(mode, func(b *testing.B) {
+			for range b.N {
+				runLoad(b, mode, convs, deltas)
+			}
+		})
 	}
 }
 
-func runLoad(b *testing.B, convs, deltas int) {
+func runLoad(b *testing.B, mode string, convs, deltas int) {
 	fake := slacktest.New(slacktest.Options{UpdatesPerMinute: 50, PingInterval: 5 * time.Second})
 	defer fake.Close()
-	bot := startBot(b, fake, filepath.Join(b.TempDir(), "agent.log"), botConfig{maxConcurrent: convs})
+	bot := startBot(b, fake, filepath.Join(b.TempDir(), "agent.log"), botConfig{maxConcurrent: convs,
+		edit: func(o *Options) { o.Streaming = mode }})
 	defer bot.stop()
 
 	channel := func(i int) string { return fmt.Sprintf("C%03d", i) }
@@ -67,21 +75,42 @@ func runLoad(b *testing.B, convs, deltas int) {
 	all := time.Since(start)
 
 	var latencies []time.Duration
+	streamed := 0
 	for i := range convs {
-		posts := slices.DeleteFunc(fake.Calls("chat.postMessage"), func(c slacktest.Call) bool {
-			return c.Args["channel"] != channel(i) || c.Status != 200
+		shown := slices.DeleteFunc(fake.Calls(""), func(c slacktest.Call) bool {
+			if c.Args["channel"] != channel(i) || c.Status != 200 || c.Error != "" {
+				return true
+			}
+			switch c.Method {
+			case "chat.postMessage", "chat.appendStream":
+				return false
+			case "chat.startStream":
+				return c.Args["markdown_text"] == ""
+			}
+			return true
 		})
 		ms := fake.BotMessages(channel(i))
-		if len(ms) != 1 || len(posts) != 1 {
-			b.Fatalf("%s: %d bot messages, %d posts; want one answer", channel(i), len(ms), len(posts))
+		if len(ms) != 1 || len(shown) == 0 {
+			b.Fatalf("%s: %d bot messages, %d calls showing text; want one answer", channel(i), len(ms), len(shown))
+		}
+		if ms[0].ThreadTS != "" {
+			streamed++
 		}
 		stamp, rest, ok := strings.Cut(strings.TrimPrefix(ms[0].Text, "stamp:"), "x")
 		ns, err := strconv.ParseInt(stamp, 10, 64)
 		if !ok || err != nil || "x"+rest != tail {
 			b.Fatalf("%s: final text is not exact: %.80q…", channel(i), ms[0].Text)
 		}
-		latencies = append(latencies, posts[0].At.Sub(time.Unix(0, ns)))
+		latencies = append(latencies, shown[0].At.Sub(time.Unix(0, ns)))
 	}
+	calls, byMethod := 0, map[string]int{}
+	for _, c := range fake.Calls("") {
+		if c.Method != "auth.test" && c.Method != "apps.connections.open" {
+			calls++
+			byMethod[c.Method]++
+		}
+	}
+	b.Logf("%s: %d answers streamed; calls %v", mode, streamed, byMethod)
 	slices.Sort(latencies)
 	if n := fake.Count("", 429); n != 0 {
 		b.Errorf("%d calls got 429", n)
@@ -89,7 +118,9 @@ func runLoad(b *testing.B, convs, deltas int) {
 	b.ReportMetric(float64(latencies[len(latencies)/2])/1e6, "median-first-visible-ms")
 	b.ReportMetric(float64(latencies[len(latencies)*95/100])/1e6, "p95-first-visible-ms")
 	b.ReportMetric(all.Seconds(), "s-until-all-final")
+	b.ReportMetric(float64(calls)/float64(convs), "calls/answer")
 	b.ReportMetric(float64(fake.Count("chat.update", 200)), "chat.updates")
+	b.ReportMetric(float64(streamed), "answers-streamed")
 	b.ReportMetric(float64(fake.Count("", 429)), "429s")
 	if kb := peakRSSKiB(); kb > 0 {
 		b.ReportMetric(float64(kb)/1024, "peak-RSS-MiB")

@@ -60,6 +60,9 @@ var activityMetadata = slackapi.SlackMetadata{EventType: "golem_tool_activity", 
 // chat.update budget allows the call, which is how a busy workspace slows
 // the reply streamers down (they coalesce meanwhile).
 func (a *Adapter) Edit(ctx context.Context, msg core.MessageRef, text string) error {
+	if a.holdFinal(msg, text) {
+		return nil
+	}
 	return a.EditLatest(ctx, msg, func() string { return text })
 }
 
@@ -99,6 +102,9 @@ func (a *Adapter) Typing(ctx context.Context, on core.Message) (stop func()) {
 	name := a.opts.WorkingReaction
 	if name == "-" || on.ID == "" || on.Channel == "" {
 		return func() {}
+	}
+	if stop, ok := a.thinking(ctx, on); ok {
+		return stop
 	}
 	item := slackapi.NewRefToMessage(on.Channel, on.ID)
 	bg := context.WithoutCancel(ctx)

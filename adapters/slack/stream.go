@@ -41,6 +41,10 @@ type stream struct {
 	sent   string // the markdown appended so far
 	open   bool   // still streaming: grown by appends, not by chat.update
 	answer string // channel/ts of the message it answers, its answer's key
+	// final is the message's final text, held back by Edit so that the
+	// stop carries what it adds (held); see holdFinal.
+	final string
+	held  bool
 }
 
 // asker is who sent a message that an answer may reply to.
@@ -79,7 +83,8 @@ func (a *Adapter) startStream(ctx context.Context, to core.Place, text string) (
 	}
 	key := streamKey(to.Channel, to.ReplyTo)
 	a.mu.Lock()
-	who, refused := a.askers[key], a.refused[key]
+	who, refused, reserved := a.askers[key], a.refused[key], a.reserved[key]
+	delete(a.reserved, key)
 	a.mu.Unlock()
 	if refused {
 		return core.MessageRef{}, false, nil
@@ -90,7 +95,7 @@ func (a *Adapter) startStream(ctx context.Context, to core.Place, text string) (
 		if err := a.streamStarts.wait(ctx); err != nil {
 			return core.MessageRef{}, true, err
 		}
-	} else if !a.streamStarts.take() {
+	} else if !reserved && !a.streamStarts.take() {
 		// chat.startStream is Tier 2 (20+ a minute for the workspace):
 		// an answer that would wait for a start is posted and edited at
 		// once instead, so many answers at once show their first text no
@@ -138,6 +143,7 @@ func (a *Adapter) startStream(ctx context.Context, to core.Place, text string) (
 		a.refuse(key)
 		return core.MessageRef{}, false, nil
 	}
+	a.statusCleared(to.Channel, thread)
 	a.mu.Lock()
 	a.streams[streamKey(to.Channel, ts)] = &stream{sent: md, open: true, answer: key}
 	a.latest[key] = ts
@@ -174,8 +180,22 @@ func (a *Adapter) growStream(ctx context.Context, msg core.MessageRef, st *strea
 		return false, nil
 	}
 	var text string
+	// The first attempt takes an append only if one is free now: with many
+	// streams at once the text waits for this stream's next growth (or its
+	// stop), coalesced, instead of the answer waiting in line. A retry
+	// waits for the budget like any call.
+	first := true
 	call := retry.Call{Method: "chat.appendStream", RateLimited: a.appends.pause,
-		Before: func(ctx context.Context) (func(), error) { return nil, a.appends.wait(ctx) }}
+		Before: func(ctx context.Context) (func(), error) {
+			if first {
+				first = false
+				if !a.appends.take() {
+					return nil, errNoAppend
+				}
+				return nil, nil
+			}
+			return nil, a.appends.wait(ctx)
+		}}
 	grown := true
 	err := a.retry.Do(ctx, call, func(ctx context.Context) error {
 		text = latest()
@@ -191,6 +211,8 @@ func (a *Adapter) growStream(ctx context.Context, msg core.MessageRef, st *strea
 		return err
 	})
 	switch {
+	case errors.Is(err, errNoAppend):
+		return true, nil // latest not taken: the streamer tries again
 	case isCode(err, "message_not_in_streaming_state"):
 		a.log.Info("slack: a stream ended under the answer; carrying on with chat.update", "channel", msg.Channel, "ts", msg.ID)
 		st.open = false
@@ -209,18 +231,53 @@ func (a *Adapter) growStream(ctx context.Context, msg core.MessageRef, st *strea
 	return true, nil
 }
 
-// stopStream ends msg's stream, if still open.
+// holdFinal takes text, the final text core's streamer gives an open
+// stream with Edit (the streamer's growth goes through EditLatest), when
+// it extends what was streamed: End then sends what it adds with the stop,
+// one call where an append and a stop would be two.
+func (a *Adapter) holdFinal(msg core.MessageRef, text string) bool {
+	st := a.streamOf(msg)
+	if st == nil || !st.open || !strings.HasPrefix(text, st.sent) {
+		return false
+	}
+	st.final, st.held = text, true
+	return true
+}
+
+// errNoAppend is a growth put off: no append was free in the budget.
+var errNoAppend = errors.New("no chat.appendStream free now")
+
+// stopStream ends msg's stream, if still open, with the final text held
+// back, if any. A stream that ended under it (or a stop that failed) has
+// its final text put in by chat.update instead.
 func (a *Adapter) stopStream(ctx context.Context, msg core.MessageRef, st *stream) error {
 	if !st.open {
 		return nil
 	}
 	st.open = false
+	var opts []slackapi.MsgOption
+	held := st.held
+	if delta := st.final[min(len(st.sent), len(st.final)):]; held && delta != "" {
+		opts = append(opts, slackapi.MsgOptionMarkdownText(delta))
+	}
 	call := retry.Call{Method: "chat.stopStream", Idempotent: true, RateLimited: a.streamStops.pause,
 		Before: func(ctx context.Context) (func(), error) { return nil, a.streamStops.wait(ctx) }}
+	expired := false
 	err := a.retry.Do(ctx, call, func(ctx context.Context) error {
-		_, _, err := a.api.StopStreamContext(ctx, msg.Channel, msg.ID)
+		_, _, err := a.api.StopStreamContext(ctx, msg.Channel, msg.ID, opts...)
+		expired = isCode(err, "message_not_in_streaming_state")
 		return slackOK(err, "message_not_in_streaming_state")
 	})
+	if held && (expired || err != nil) {
+		// A repeated stop that finds the stream ended may have landed the
+		// text: chat.update makes it exact either way.
+		final := st.final
+		st.held = false
+		if uerr := a.EditLatest(ctx, msg, func() string { return final }); uerr != nil {
+			return fmt.Errorf("slack: the final text of an ended stream: %w", uerr)
+		}
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("slack: stop a stream: %w", err)
 	}
