@@ -231,6 +231,14 @@ func TestLoadConfigErrorsAreExact(t *testing.T) {
 		{"store_tls: {ca: ca.pem}\n", "store_tls: set, but store: is a bbolt file"},
 		{"store: etcds://10.0.0.1:2379/golem\nstore_tls: {cert: c.pem}\n", "store_tls: cert and key go together"},
 		{"store_tls: {crt: c.pem}\n", `store_tls.crt: unknown key "crt" (did you mean cert?)`},
+		{"slack:\n  streaming: stream\n", `slack.streaming: "stream" is not edits or native`},
+		{"slack:\n  tool_activity: cards\n", `slack.tool_activity: "cards" is not replies or tasks`},
+		{"slack:\n  tool_activity: tasks\n", "slack.tool_activity: tasks needs slack.streaming: native (task cards live in a streamed answer)"},
+		{"slack:\n  suggested_prompts: [{title: a, message: b}, {title: a, message: b}, {title: a, message: b}, {title: a, message: b}, {title: a, message: b}]\n",
+			"slack.suggested_prompts: 5 prompts; Slack shows at most 4"},
+		{"slack:\n  suggested_prompts: [{title: Tests}]\n", "slack.suggested_prompts[0].message: empty; each prompt needs a title and a message"},
+		{"slack:\n  suggested_prompts: [{message: Run them}]\n", "slack.suggested_prompts[0].title: empty; each prompt needs a title and a message"},
+		{"slack:\n  suggested_prompts:\n    - {titel: x, message: y}\n", `line 3: slack.suggested_prompts[0].titel: unknown key "titel" (did you mean title?)`},
 	}
 	for _, tc := range cases {
 		_, err := Load(writeConfig(t, tc.body), false)
@@ -330,8 +338,12 @@ channels:
 	if o["slack:C1"].Sandbox.Network != "open" {
 		t.Errorf("the channel's sandbox = %+v", o["slack:C1"].Sandbox)
 	}
-	if d := Default(); d.Slack.Streaming != "edits" {
-		t.Errorf("the default slack.streaming is %q, want edits", d.Slack.Streaming)
+	if d := Default(); d.Slack.Streaming != "edits" || d.Slack.ToolActivity != "replies" || len(d.Slack.SuggestedPrompts) != 0 {
+		t.Errorf("the default slack section is %+v, want edits, replies and no prompts", d.Slack)
+	}
+	if c, err := Load(writeConfig(t, "slack:\n  streaming: native\n  tool_activity: tasks\n  suggested_prompts:\n    - {title: Tests, message: Run the tests}\n"), false); err != nil ||
+		c.Slack.ToolActivity != "tasks" || len(c.Slack.SuggestedPrompts) != 1 || c.Slack.SuggestedPrompts[0].Message != "Run the tests" {
+		t.Errorf("the slack section loads as %+v, %v", c.Slack, err)
 	}
 	if d := Default(); d.Sandbox.Mode != "auto" || d.Sandbox.Network != "allowlist" {
 		t.Errorf("the default sandbox is %+v, want auto and allowlist", d.Sandbox)
