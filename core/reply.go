@@ -203,6 +203,11 @@ func (r *Reply) pump(ctx context.Context) {
 	defer close(r.done)
 	var timer *time.Timer
 	var due <-chan time.Time
+	// textDue is when the edit interval lets the text go out again: until
+	// then a wake (every delta the agent writes) does not split and
+	// measure the whole text anew, which for many answers at once is most
+	// of golem's work.
+	var textDue time.Time
 	for {
 		select {
 		case <-r.wake:
@@ -221,7 +226,11 @@ func (r *Reply) pump(ctx context.Context) {
 			r.finish(ctx, text, notice, tools)
 			return
 		}
-		wait := r.flushText(ctx, text)
+		wait := time.Until(textDue)
+		if wait <= 0 {
+			wait = r.flushText(ctx, text)
+			textDue = time.Now().Add(wait)
+		}
 		tools = append(r.showSteps(ctx, steps), tools...)
 		if w := r.flushTools(ctx, tools); w > 0 && (wait == 0 || w < wait) {
 			wait = w
