@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -115,38 +116,49 @@ func TestE2ENativeStreamRefusedFallsBackToEdits(t *testing.T) {
 }
 
 // TestE2ENativeStreamExpiresDuringAToolCall: a stream left idle past
-// Slack's limit during a long tool call is ended by Slack; the rest of the
-// answer goes in by chat.update on the same message, and the final text
-// is still exact.
+// Slack's limit during a long tool call (its status shown meanwhile) is
+// ended by Slack; the rest of the answer goes in by chat.update on the
+// same message, and the final text is still exact. With task cards, the
+// card of that call stays in the message; the call's result finds the
+// stream ended.
 func TestE2ENativeStreamExpiresDuringAToolCall(t *testing.T) {
-	fake := slacktest.New(slacktest.Options{PingInterval: time.Second, StreamIdle: 300 * time.Millisecond})
-	t.Cleanup(fake.Close)
-	b := startBot(t, fake, filepath.Join(t.TempDir(), "agent.log"), botConfig{edit: native})
-	d := b.say(slacktest.Event{Channel: "C1", Text: mention + " !delta-rate 5ms 40\n!sleep 1s\n!tool Bash {\"command\":\"make\"}\n!sleep 1s\nafter"})
-	want := strings.Repeat("x", 40) + "\n\necho: after"
-	ans := b.answer("C1", d.TS, want)
-	if ans.ThreadTS != d.TS {
-		t.Errorf("the answer is in thread %q, want the mention's %q", ans.ThreadTS, d.TS)
-	}
-	if ans.Edits == 0 {
-		t.Error("the answer was never updated after its stream expired")
-	}
-	expired := 0
-	for _, c := range b.fake.Calls("chat.appendStream") {
-		if c.Error == "message_not_in_streaming_state" {
-			expired++
-		}
-	}
-	if expired != 1 {
-		t.Errorf("%d appends refused as not streaming, want the one that found the stream expired", expired)
-	}
-	if n := len(b.fake.Calls("chat.startStream")); n != 1 {
-		t.Errorf("%d streams started, want the answer kept in its one message", n)
-	}
-	for _, m := range readBack(t, b.fake, "C1", d.TS) {
-		if m.Timestamp == ans.TS && m.Text != want {
-			t.Errorf("read back, the answer is %q, want %q", m.Text, want)
-		}
+	for name, mode := range map[string]func(*Options){"replies": native, "tasks": tasks} {
+		t.Run(name, func(t *testing.T) {
+			fake := slacktest.New(slacktest.Options{PingInterval: time.Second, StreamIdle: 300 * time.Millisecond})
+			t.Cleanup(fake.Close)
+			b := startBot(t, fake, filepath.Join(t.TempDir(), "agent.log"), botConfig{edit: mode})
+			d := b.say(slacktest.Event{Channel: "C1", Text: mention + " !delta-rate 5ms 40\n!sleep 1s\n!sh sleep 1\nafter"})
+			want := strings.Repeat("x", 40) + "\n\necho: after"
+			ans := b.answer("C1", d.TS, want)
+			if ans.ThreadTS != d.TS {
+				t.Errorf("the answer is in thread %q, want the mention's %q", ans.ThreadTS, d.TS)
+			}
+			if ans.Edits == 0 {
+				t.Error("the answer was never updated after its stream expired")
+			}
+			expired := 0
+			for _, c := range append(b.fake.Calls("chat.appendStream"), b.fake.Calls("chat.stopStream")...) {
+				if c.Error == "message_not_in_streaming_state" {
+					expired++
+				}
+			}
+			if expired != 1 {
+				t.Errorf("%d appends or stops refused as not streaming, want the one that found the stream expired", expired)
+			}
+			if n := len(b.fake.Calls("chat.startStream")); n != 1 {
+				t.Errorf("%d streams started, want the answer kept in its one message", n)
+			}
+			if !slices.ContainsFunc(b.fake.Calls("assistant.threads.setStatus"), func(c slacktest.Call) bool {
+				return c.Args["status"] == "is running `sleep 1`"
+			}) {
+				t.Error("no status while the tool ran")
+			}
+			for _, m := range readBack(t, b.fake, "C1", d.TS) {
+				if m.Timestamp == ans.TS && m.Text != want {
+					t.Errorf("read back, the answer is %q, want %q", m.Text, want)
+				}
+			}
+		})
 	}
 }
 

@@ -102,6 +102,9 @@ func runLoad(b *testing.B, mode string, convs, deltas int) {
 			b.Fatalf("%s: final text is not exact: %.80q…", channel(i), ms[0].Text)
 		}
 		latencies = append(latencies, shown[0].At.Sub(time.Unix(0, ns)))
+		if os.Getenv("GOLEM_SLACK_LOAD_DEBUG") != "" {
+			b.Logf("%s %s first %s after %v", mode, channel(i), shown[0].Method, shown[0].At.Sub(time.Unix(0, ns)))
+		}
 	}
 	calls, byMethod := 0, map[string]int{}
 	for _, c := range fake.Calls("") {
