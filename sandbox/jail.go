@@ -471,7 +471,7 @@ func installRoot(p string) string {
 
 // roBind shows p read-only where a mask or the private /tmp hides it.
 func (b *builder) roBind(p string) {
-	if p != "" {
+	if p != "" && !slices.Contains(b.roBinds, p) { // a CLI whose path is its real one comes twice
 		b.roBinds = append(b.roBinds, p)
 	}
 }
