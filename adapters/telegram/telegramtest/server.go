@@ -561,6 +561,13 @@ func (s *Server) getUpdates(w http.ResponseWriter, ctx context.Context, p url.Va
 	}()
 	for {
 		s.mu.Lock()
+		select {
+		case <-me.aborted: // a newer poll took its place: it never takes it back
+			s.mu.Unlock()
+			s.conflict(w, ctx)
+			return
+		default:
+		}
 		if offset != 0 {
 			// Updates below offset are confirmed and forgotten.
 			i := 0
