@@ -264,6 +264,8 @@ type Step struct {
 	// Output is the result's text (the Stepper shortens it).
 	Done, Failed bool
 	Output       string
+
+	warning bool // a warning's line, kept in its place among the steps; never handed to Step
 }
 
 // Stepper is implemented by posters that show what the agent is doing

@@ -121,7 +121,11 @@ func (r *Reply) Add(evs ...parser.Event) {
 			step.Done, step.Failed, step.Output = true, ev.IsError, ev.Content
 			r.steps = append(r.steps, step)
 		case parser.Warning:
-			r.tools = append(r.tools, "⚠️ "+ev.Message)
+			if r.stepper == nil {
+				r.tools = append(r.tools, "⚠️ "+ev.Message)
+			} else { // in its place among the steps
+				r.steps = append(r.steps, Step{Line: "⚠️ " + ev.Message, warning: true})
+			}
 		default:
 			continue
 		}
@@ -222,7 +226,7 @@ func (r *Reply) pump(ctx context.Context) {
 		r.mu.Unlock()
 
 		if finished {
-			tools = append(r.showSteps(ctx, steps), tools...)
+			tools = append(tools, r.showSteps(ctx, steps)...) // the lines put back are older
 			r.finish(ctx, text, notice, tools)
 			return
 		}
@@ -231,7 +235,7 @@ func (r *Reply) pump(ctx context.Context) {
 			wait = r.flushText(ctx, text)
 			textDue = time.Now().Add(wait)
 		}
-		tools = append(r.showSteps(ctx, steps), tools...)
+		tools = append(tools, r.showSteps(ctx, steps)...) // the lines put back are older
 		if w := r.flushTools(ctx, tools); w > 0 && (wait == 0 || w < wait) {
 			wait = w
 		}
@@ -378,6 +382,10 @@ func (r *Reply) showSteps(ctx context.Context, steps []Step) []string {
 	}
 	var lines []string
 	for _, s := range steps {
+		if s.warning {
+			lines = append(lines, s.Line)
+			continue
+		}
 		if !r.stepper.Step(ctx, r.anchor(), s) && !s.Done {
 			lines = append(lines, s.Line)
 		}
