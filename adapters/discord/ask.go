@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -77,13 +78,14 @@ func buttons(choices []core.Choice) []discordgo.MessageComponent {
 
 // onComponent takes a click on a question's button (a type-3
 // interaction): decided at once, on the gateway's goroutine, so that
-// clicks are decided in the order they came; then answered within
-// Discord's 3 s by updating the question to its outcome without buttons
-// (type 7), or, when it decided nothing, privately to the clicker (type 4,
-// ephemeral). The answer goes off the gateway's goroutine (a slow
-// callback would hold up every event behind it), in order per clicked
-// message.
+// clicks are decided in the order they came; then answered by updating the
+// question to its outcome without buttons (type 7), or, when it decided
+// nothing, privately to the clicker (type 4, ephemeral). The answer goes
+// off the gateway's goroutine (a slow callback would hold up every event
+// behind it), in order per clicked message; see answerClick for Discord's
+// 3 s.
 func (a *Adapter) onComponent(in *discordgo.Interaction) {
+	arrived := time.Now()
 	h, life, _ := a.running()
 	if h == nil || in.Message == nil {
 		return
@@ -98,41 +100,71 @@ func (a *Adapter) onComponent(in *discordgo.Interaction) {
 		User: user.ID, UserName: user.Username, Data: data.CustomID,
 		Question: core.MessageRef{Channel: in.ChannelID, ID: in.Message.ID},
 	})
-	resp := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseUpdateMessage,
-		Data: &discordgo.InteractionResponseData{Content: a.render(res.Settled), Components: []discordgo.MessageComponent{},
-			AllowedMentions: noMentions}}
-	if res.Err != nil {
-		resp = &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
-			Data: &discordgo.InteractionResponseData{Content: a.render(res.Refusal), Flags: discordgo.MessageFlagsEphemeral,
-				AllowedMentions: noMentions}}
-	}
-	a.clicks.Put(in.Message.ID, click{in: in, resp: resp})
+	a.clicks.Put(in.Message.ID, click{in: in, user: user.ID, res: res, arrived: arrived})
 }
 
-// click is a decided click and its answer to Discord.
+// click is a decided click, waiting for its answer to Discord.
 type click struct {
-	in   *discordgo.Interaction
-	resp *discordgo.InteractionResponse
+	in      *discordgo.Interaction
+	user    string // the clicker
+	res     core.ActionResult
+	arrived time.Time // when the gateway gave it: Discord's 3 s run from then
 }
 
-// answerClick sends a click's answer; called by Adapter.clicks, one at a
-// time per clicked message.
+// answerClick answers a click; called by Adapter.clicks, one at a time per
+// clicked message. Discord takes an interaction's first response only
+// within 3 s of the click, so the answer must be made by deferTimeout
+// after the click's arrival, however long the clicks before it on the
+// same message took. A click that cannot be answered by then (it waited
+// too long behind them, or Discord did not take the answer in time) shows
+// the clicker "This interaction failed"; its outcome is then shown with
+// the bot's token instead (see answerLate).
 func (a *Adapter) answerClick(c click) {
 	_, life, _ := a.running()
 	if life == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(life, deferTimeout)
+	resp := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseUpdateMessage,
+		Data: &discordgo.InteractionResponseData{Content: a.render(c.res.Settled), Components: []discordgo.MessageComponent{},
+			AllowedMentions: noMentions}}
+	if c.res.Err != nil {
+		resp = &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
+			Data: &discordgo.InteractionResponseData{Content: a.render(c.res.Refusal), Flags: discordgo.MessageFlagsEphemeral,
+				AllowedMentions: noMentions}}
+	}
+	ctx, cancel := context.WithDeadline(life, c.arrived.Add(deferTimeout))
 	defer cancel()
 	err := a.call(ctx, "", "answer click", func(opts ...discordgo.RequestOption) error {
-		err := a.session.InteractionRespond(c.in, c.resp, opts...)
+		err := a.session.InteractionRespond(c.in, resp, opts...)
 		if code, _ := apiCode(err); code == 40060 {
 			return nil // already acknowledged: a repeat that failed late but landed
 		}
 		return err
 	})
+	if err == nil || life.Err() != nil {
+		return
+	}
+	a.log.Warn("a click not answered within Discord's 3 s: its outcome is shown in the channel", "interaction", c.in.ID,
+		"waited_ms", time.Since(c.arrived).Milliseconds(), "err", err)
+	a.answerLate(life, c)
+}
+
+// answerLate shows the outcome of a click Discord no longer takes an answer
+// for: the question that it decided is settled by an edit (as Settle does
+// for decisions made elsewhere), so it shows its outcome and takes no more
+// clicks; a refusal, which can no longer be private, is a reply to the
+// question naming the clicker (without pinging), as ReplyPrivately answers
+// a message.
+func (a *Adapter) answerLate(ctx context.Context, c click) {
+	question := core.MessageRef{Channel: c.in.ChannelID, ID: c.in.Message.ID}
+	var err error
+	if c.res.Err == nil {
+		err = a.Settle(ctx, question, c.res.Settled)
+	} else {
+		_, err = a.channelSend(ctx, question.Channel, question.ID, "<@"+c.user+"> "+a.render(c.res.Refusal))
+	}
 	if err != nil {
-		a.log.Warn("answer a click", "err", err)
+		a.log.Warn("show a late click's outcome", "interaction", c.in.ID, "err", err)
 	}
 }
 
