@@ -500,10 +500,26 @@ func (r *Reply) finish(ctx context.Context, text, notice string, tools []string)
 	}
 	if e, ok := r.a.(Ender); ok {
 		for _, m := range r.msgs {
-			if err := e.End(ctx, m.ref); err != nil {
-				r.log.Warn("end answer", "err", err)
-			}
+			r.end(ctx, e, m.ref)
 		}
+	}
+}
+
+// end ends one message of the answer. An Ender may deliver the final text
+// with End, so a failed End is repeated as a final edit is: three tries,
+// a second and then two apart (the adapter retried each already).
+func (r *Reply) end(ctx context.Context, e Ender, ref MessageRef) {
+	backoff := retry.Backoff{First: time.Second, Max: 2 * time.Second, Log: r.log, Method: "end answer"}
+	for {
+		err := e.End(ctx, ref)
+		if err == nil {
+			return
+		}
+		if backoff.Attempts() == 2 || ctx.Err() != nil {
+			r.log.Warn("end answer", "err", err)
+			return
+		}
+		_ = backoff.Wait(ctx, "end the answer, retrying", "failed", err)
 	}
 }
 

@@ -45,6 +45,9 @@ type stream struct {
 	// stop carries what it adds (held); see holdFinal.
 	final string
 	held  bool
+	// unstopped is a stop that failed past its retries: the message may
+	// still be streaming, which chat.update cannot change.
+	unstopped bool
 }
 
 // asker is who sent a message that an answer may reply to.
@@ -268,15 +271,11 @@ func (a *Adapter) stopStream(ctx context.Context, msg core.MessageRef, st *strea
 		expired = isCode(err, "message_not_in_streaming_state")
 		return slackOK(err, "message_not_in_streaming_state")
 	})
+	st.unstopped = err != nil
 	if held && (expired || err != nil) {
 		// A repeated stop that finds the stream ended may have landed the
 		// text: chat.update makes it exact either way.
-		final := st.final
-		st.held = false
-		if uerr := a.EditLatest(ctx, msg, func() string { return final }); uerr != nil {
-			return fmt.Errorf("slack: the final text of an ended stream: %w", uerr)
-		}
-		return nil
+		return a.updateHeld(ctx, msg, st)
 	}
 	if err != nil {
 		return fmt.Errorf("slack: stop a stream: %w", err)
@@ -284,8 +283,24 @@ func (a *Adapter) stopStream(ctx context.Context, msg core.MessageRef, st *strea
 	return nil
 }
 
+// updateHeld puts the final text held back for msg's ended stream in by
+// chat.update. A failed update keeps it held, so that End repeated (core
+// repeats it as it repeats a final edit) tries again.
+func (a *Adapter) updateHeld(ctx context.Context, msg core.MessageRef, st *stream) error {
+	final := st.final
+	st.held = false
+	if err := a.EditLatest(ctx, msg, func() string { return final }); err != nil {
+		st.held = true
+		return fmt.Errorf("slack: the final text of an ended stream: %w", err)
+	}
+	return nil
+}
+
 // End implements core.Ender: it stops the stream of an answer's message
-// once its final text is in; a posted message has nothing to end.
+// once its final text is in; a posted message has nothing to end. When
+// the final text it held could not be put in (the stop and then
+// chat.update failed past their retries), it says so and keeps the text:
+// End called again tries again.
 func (a *Adapter) End(ctx context.Context, msg core.MessageRef) error {
 	if msg.Thread != "" {
 		a.clearStatus(ctx, msg.Channel, msg.Thread)
@@ -294,7 +309,18 @@ func (a *Adapter) End(ctx context.Context, msg core.MessageRef) error {
 	if st == nil {
 		return nil
 	}
-	err := a.stopStream(ctx, msg, st)
+	if st.held && st.unstopped {
+		st.open = true // End again: the stop again, with the text
+	}
+	var err error
+	if st.open {
+		err = a.stopStream(ctx, msg, st)
+	} else if st.held {
+		err = a.updateHeld(ctx, msg, st)
+	}
+	if err != nil && st.held {
+		return err
+	}
 	a.mu.Lock()
 	delete(a.streams, streamKey(msg.Channel, msg.ID))
 	if a.latest[st.answer] == msg.ID {
