@@ -40,6 +40,7 @@ type Reply struct {
 	text      strings.Builder
 	afterTool bool            // a tool ran since the last text: start a new paragraph
 	tools     []string        // activity lines not yet posted
+	requeued  func([]string)  // told of the lines put back for the post interval (tests)
 	steps     []Step          // tool calls and results not yet shown, with a Stepper
 	calls     map[string]Step // the calls of the turn by id, with a Stepper
 	notice    string          // set by Finish
@@ -424,7 +425,11 @@ func (r *Reply) anchor() MessageRef {
 func (r *Reply) requeue(tools []string) {
 	r.mu.Lock()
 	r.tools = append(tools, r.tools...)
+	told := r.requeued
 	r.mu.Unlock()
+	if told != nil {
+		told(tools)
+	}
 }
 
 func (r *Reply) postActivity(ctx context.Context, tools []string) {

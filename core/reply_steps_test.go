@@ -21,15 +21,24 @@ func (blindStepper) Step(context.Context, core.MessageRef, core.Step) bool { ret
 // call made while they wait, and a warning among the calls, are posted
 // after them, in the agent's order.
 func TestHeldActivityKeepsTheAgentsOrder(t *testing.T) {
-	a := blindStepper{newRecorder(t, core.Limits{MaxLen: 4000, MinPostInterval: 300 * time.Millisecond})}
+	a := blindStepper{newRecorder(t, core.Limits{MaxLen: 4000, MinPostInterval: time.Second})}
 	r := core.NewReply(context.Background(), a, core.Place{Channel: "C1"}, discardLogger(), nil)
 	call := func(id, cmd string) parser.Event {
 		return parser.Event{Type: parser.ToolCall, ID: id, Name: "Bash", Args: []byte(`{"command":"` + cmd + `"}`)}
 	}
 	r.Add(parser.Event{Type: parser.Text, Content: "working"}, call("1", "echo A"))
 	a.waitAll("echo A") // posted: the next must wait for the interval
+	back := make(chan []string, 8)
+	core.OnRequeue(r, func(lines []string) { back <- lines })
 	r.Add(call("2", "echo B"))
-	time.Sleep(50 * time.Millisecond) // the pump takes B and puts it back
+	select { // the pump takes B and puts it back
+	case lines := <-back:
+		if !slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, "echo B") }) {
+			t.Fatalf("the pump put back %q, want B's line", lines)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pump did not put B back to wait for the post interval")
+	}
 	r.Add(parser.Event{Type: parser.Warning, Message: "warn W"}, call("3", "echo C"))
 	r.Finish("")
 	var all string
