@@ -163,8 +163,8 @@ type Adapter struct {
 	reserved map[string]bool
 	// statuses are the threads' status lines golem set, by channel/thread;
 	// threads the split view's threads by channel/thread. Guarded by mu.
-	statuses map[string]*threadStatus
-	threads  map[string]*assistantThread
+	statuses threadMap[*threadStatus]
+	threads  threadMap[*assistantThread]
 	// statusCalls is the assistant.threads.setStatus budget.
 	statusCalls *budget
 }
@@ -242,8 +242,8 @@ func New(opts Options) (*Adapter, error) {
 		askers:       map[string]asker{},
 		refused:      map[string]bool{},
 		reserved:     map[string]bool{},
-		statuses:     map[string]*threadStatus{},
-		threads:      map[string]*assistantThread{},
+		statuses:     newThreadMap[*threadStatus](maxThreads),
+		threads:      newThreadMap[*assistantThread](maxThreads),
 		statusCalls:  newBudget(180, 20),
 	}
 	a.channels = namecache.New(namecache.Options{Lookup: a.channelName})

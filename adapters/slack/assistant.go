@@ -59,13 +59,10 @@ func statusLine(s core.Step) string {
 func (a *Adapter) setStatus(ctx context.Context, channel, thread, text string) {
 	key := streamKey(channel, thread)
 	a.mu.Lock()
-	st := a.statuses[key]
+	st := a.statuses.get(key)
 	if st == nil {
-		if len(a.statuses) > 10000 {
-			clear(a.statuses)
-		}
 		st = &threadStatus{}
-		a.statuses[key] = st
+		a.statuses.put(key, st)
 	}
 	if st.timer != nil {
 		st.timer.Stop()
@@ -83,13 +80,13 @@ func (a *Adapter) refreshLater(ctx context.Context, channel, thread string, gen 
 	key := streamKey(channel, thread)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	st := a.statuses[key]
+	st := a.statuses.get(key)
 	if st == nil || st.gen != gen || !st.running || ctx.Err() != nil {
 		return
 	}
 	st.timer = time.AfterFunc(a.opts.StatusRefresh, func() {
 		a.mu.Lock()
-		st := a.statuses[key]
+		st := a.statuses.get(key)
 		live := st != nil && st.gen == gen && st.running
 		var text string
 		if live {
@@ -110,7 +107,7 @@ func (a *Adapter) refreshLater(ctx context.Context, channel, thread string, gen 
 func (a *Adapter) toolDone(channel, thread string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if st := a.statuses[streamKey(channel, thread)]; st != nil {
+	if st := a.statuses.get(streamKey(channel, thread)); st != nil {
 		st.running = false
 		if st.timer != nil {
 			st.timer.Stop()
@@ -123,7 +120,7 @@ func (a *Adapter) toolDone(channel, thread string) {
 // still runs.
 func (a *Adapter) keepStatus(ctx context.Context, channel, thread string) {
 	a.mu.Lock()
-	st := a.statuses[streamKey(channel, thread)]
+	st := a.statuses.get(streamKey(channel, thread))
 	running := st != nil && st.running
 	var text string
 	if running {
@@ -140,8 +137,8 @@ func (a *Adapter) keepStatus(ctx context.Context, channel, thread string) {
 func (a *Adapter) clearStatus(ctx context.Context, channel, thread string) {
 	key := streamKey(channel, thread)
 	a.mu.Lock()
-	st := a.statuses[key]
-	delete(a.statuses, key)
+	st := a.statuses.get(key)
+	a.statuses.del(key)
 	if st != nil && st.timer != nil {
 		st.timer.Stop()
 	}
@@ -205,13 +202,13 @@ func (a *Adapter) thinking(ctx context.Context, on core.Message) (func(), bool) 
 	}
 	a.reserved[key] = true
 	gen := 1
-	if st := a.statuses[skey]; st != nil {
+	if st := a.statuses.get(skey); st != nil {
 		gen = st.gen + 1
 		if st.timer != nil {
 			st.timer.Stop()
 		}
 	}
-	a.statuses[skey] = &threadStatus{pending: done, text: thinkingStatus, running: true, thinking: true, gen: gen}
+	a.statuses.put(skey, &threadStatus{pending: done, text: thinkingStatus, running: true, thinking: true, gen: gen})
 	a.mu.Unlock()
 	bg := context.WithoutCancel(ctx)
 	go func() {
@@ -220,7 +217,7 @@ func (a *Adapter) thinking(ctx context.Context, on core.Message) (func(), bool) 
 		defer cancel()
 		a.callStatus(ctx, on.Channel, thread, thinkingStatus)
 		a.mu.Lock()
-		st := a.statuses[skey]
+		st := a.statuses.get(skey)
 		late := st == nil || st.gen != gen // the stream started meanwhile, or a tool's line came
 		a.mu.Unlock()
 		if late && st == nil {
@@ -244,7 +241,7 @@ func (a *Adapter) thinking(ctx context.Context, on core.Message) (func(), bool) 
 func (a *Adapter) awaitStatus(ctx context.Context, channel, thread string) {
 	a.mu.Lock()
 	var pending chan struct{}
-	if st := a.statuses[streamKey(channel, thread)]; st != nil {
+	if st := a.statuses.get(streamKey(channel, thread)); st != nil {
 		pending = st.pending
 	}
 	a.mu.Unlock()
@@ -262,11 +259,11 @@ func (a *Adapter) statusCleared(channel, thread string) {
 	key := streamKey(channel, thread)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if st := a.statuses[key]; st != nil && (st.thinking || !st.running) {
+	if st := a.statuses.get(key); st != nil && (st.thinking || !st.running) {
 		if st.timer != nil {
 			st.timer.Stop()
 		}
-		delete(a.statuses, key)
+		a.statuses.del(key)
 	}
 }
 
@@ -288,13 +285,10 @@ func (a *Adapter) onAssistantThread(ctx context.Context, t slackevents.Assistant
 	}
 	key := streamKey(t.ChannelID, t.ThreadTimeStamp)
 	a.mu.Lock()
-	th := a.threads[key]
+	th := a.threads.get(key)
 	if th == nil {
-		if len(a.threads) > 10000 {
-			clear(a.threads)
-		}
 		th = &assistantThread{}
-		a.threads[key] = th
+		a.threads.put(key, th)
 	}
 	th.viewing = t.Context.ChannelID
 	a.mu.Unlock()
@@ -332,7 +326,7 @@ func (a *Adapter) inAssistantThread(ctx context.Context, m *core.Message) {
 		return
 	}
 	a.mu.Lock()
-	th := a.threads[streamKey(m.Channel, m.Thread)]
+	th := a.threads.get(streamKey(m.Channel, m.Thread))
 	var viewing string
 	title := false
 	if th != nil {
