@@ -72,6 +72,11 @@ type Message struct {
 	// source that keeps it in memory (MemoryHistorian), for the replica
 	// that runs the message. Sources leave it empty.
 	Said []Said `json:",omitempty"`
+	// SaidRead marks Said as read where the message came, even when it is
+	// empty (nothing was said, or the read failed): the replica that runs
+	// the message must not read its own memory instead, which holds
+	// another replica's chat or later messages. Sources leave it false.
+	SaidRead bool `json:",omitempty"`
 
 	// arrived is when Handle queued the message, for the turn's metrics.
 	arrived time.Time

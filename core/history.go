@@ -58,7 +58,8 @@ func (d *Dispatcher) wantsHistory(h Historian, m Message) bool {
 // carryHistory sets m.Said, before m goes into its mailbox, when m's
 // source keeps its history in memory (see MemoryHistorian): only what the
 // turn's context would keep of it, so that the mailbox holds at most about
-// context.max_chars of it.
+// context.max_chars of it. It sets m.SaidRead whenever it reads, so that
+// an empty context (or a failed read) stays empty where m runs.
 func (d *Dispatcher) carryHistory(m *Message) {
 	d.mu.Lock()
 	h := d.historians[m.Platform]
@@ -67,6 +68,7 @@ func (d *Dispatcher) carryHistory(m *Message) {
 	if !ok || !d.wantsHistory(h, *m) {
 		return
 	}
+	m.SaidRead = true
 	ctx, cancel := context.WithTimeout(d.life, historyTimeout)
 	defer cancel()
 	said, err := mh.History(ctx, *m, d.opts.Context.MaxMessages)
@@ -98,7 +100,9 @@ const historyTimeout = 5 * time.Second
 // there is nothing). Errors are logged and cost only the context.
 func (d *Dispatcher) startHistory(ctx context.Context, m Message) func() []Said {
 	lim := d.opts.Context
-	if m.Said != nil { // read where the message came (carryHistory)
+	// Read where the message came (carryHistory); Said alone marks it in
+	// a message an older replica put in the mailbox.
+	if m.SaidRead || m.Said != nil {
 		return func() []Said { return m.Said }
 	}
 	d.mu.Lock()
