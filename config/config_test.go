@@ -105,6 +105,32 @@ func TestLoadConfigErrorsNameTheKey(t *testing.T) {
 	}
 }
 
+// context.max_chars is bounded: the context goes into every prompt of a
+// mention, and a carried one into its message's mailbox record.
+func TestContextMaxCharsIsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		maxChars int
+		want     string // the error; "" loads
+	}{
+		{0, ""},
+		{8000, ""},
+		{core.MaxContextChars, ""},
+		{core.MaxContextChars + 1, "context.max_chars: 100001 is more than the most it may be, 100000"},
+		{1 << 40, "context.max_chars: 1099511627776 is more than the most it may be, 100000"},
+		{-5, "context.max_chars: must not be negative"},
+	} {
+		c, err := Load(writeConfig(t, fmt.Sprintf("context:\n  max_chars: %d\n", tc.maxChars)), false)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("max_chars %d: %v", tc.maxChars, err)
+		case tc.want == "" && c.Context.MaxChars != tc.maxChars:
+			t.Errorf("max_chars %d loaded as %d", tc.maxChars, c.Context.MaxChars)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("max_chars %d: error %v, want %q", tc.maxChars, err, tc.want)
+		}
+	}
+}
+
 func TestPermissionsConfig(t *testing.T) {
 	c, err := Load(writeConfig(t, "permissions:\n  approvers: [\"slack:U1\", \"*\"]\n  timeout: 2m\n"+
 		"channels:\n  \"slack:C1\": {permissions: bypass, engine: cursor}\n"), false)

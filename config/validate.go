@@ -45,6 +45,9 @@ func (c *Config) Validate() error {
 	if c.Context.MaxChars < 0 {
 		return fmt.Errorf("context.max_chars: must not be negative")
 	}
+	if c.Context.MaxChars > core.MaxContextChars {
+		return fmt.Errorf("context.max_chars: %d is more than the most it may be, %d", c.Context.MaxChars, core.MaxContextChars)
+	}
 	if err := c.Telegram.Memory.Check(); err != nil {
 		return err
 	}

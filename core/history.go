@@ -89,8 +89,14 @@ func (d *Dispatcher) carryHistory(m *Message) {
 // context:). Zero MaxMessages or MaxChars turns the context off.
 type ContextLimits struct {
 	MaxMessages int // the newest ones are kept
-	MaxChars    int // of the context's lines, in characters; the oldest are dropped first
+	MaxChars    int // of the context's lines, in characters, at most MaxContextChars; the oldest are dropped first
 }
+
+// MaxContextChars is the most context.max_chars may be. The context goes
+// into every prompt of a mention, and a carried one (MemoryHistorian) into
+// the mailbox with its message: one bbolt or etcd record, and etcd takes
+// at most about 1.5 MB a request.
+const MaxContextChars = 100_000
 
 // historyTimeout bounds the fetch of a turn's chat context.
 const historyTimeout = 5 * time.Second
