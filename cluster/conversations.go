@@ -316,16 +316,20 @@ func (c *Conversations) commitOnce(ctx context.Context, dedupe string, cmps []cl
 
 // admitStream claims key for a message that cannot move (its answer
 // streams to whoever asked this replica), waiting while another replica
-// runs it.
+// runs it. ctx bounds the wait, not a claim's round trip (bounded by the
+// TTL): one that has ended still claims a free conversation, as a
+// scheduled run that may not wait does.
 func (c *Conversations) admitStream(ctx context.Context, key store.Key, lease clientv3.LeaseID, m core.Message, enqueue func(core.Message)) error {
 	for {
 		o := c.lock(key)
-		resp, err := c.cli.Txn(ctx).
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.r.TTL())
+		resp, err := c.cli.Txn(tctx).
 			If(clientv3.Compare(clientv3.CreateRevision(c.ownerKey(key)), "=", 0)).
 			Then(append([]clientv3.Op{clientv3.OpGet(c.dirtyKey(key)), clientv3.OpGet(c.mailDir(key), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)),
 				clientv3.OpPut(c.ownerKey(key), c.r.Name(), clientv3.WithLease(lease)), clientv3.OpPut(c.dirtyKey(key), c.r.Name())}, c.recordRead(key)...)...).
 			Else(append([]clientv3.Op{clientv3.OpGet(c.ownerKey(key))}, c.recordRead(key)...)...).
 			Commit()
+		cancel()
 		if err != nil {
 			if o.lease == 0 {
 				c.forget(key, o)

@@ -25,7 +25,8 @@ type Cluster interface {
 	// owner: here, by calling enqueue before Admit returns, when this
 	// replica owns key or has just claimed it; otherwise the owner gets it
 	// from the mailbox (Host.Deliver). A message with a Sink cannot move:
-	// Admit waits, until ctx ends, for key to be free and claims it. An
+	// Admit waits, until ctx ends, for key to be free and claims it (a ctx
+	// that has ended still claims a free key: it bounds the wait). An
 	// error means m was not taken (the store is out of reach). When
 	// Dedupe(m) names an event id, Admit marks it seen (as Store.MarkSeen
 	// with SeenTTL) in the same round trip, and an id seen already is

@@ -97,12 +97,12 @@ func (d *Dispatcher) RunPrompt(ctx context.Context, p Prompt) string {
 	}
 	run := &prompted{header: p.Header, fresh: p.Fresh, ended: make(chan string, 1)}
 	m.prompt = run
-	wait := time.NewTimer(p.BusyWait)
-	defer wait.Stop()
+	busy, cancel := context.WithTimeout(ctx, p.BusyWait)
+	defer cancel()
 	for {
 		queued, idle, closing := d.queueIdle(key, m)
 		if d.opts.Cluster != nil && !closing && queued {
-			queued, idle = d.admitPrompt(ctx, key, m)
+			queued, idle = d.admitPrompt(ctx, busy, key, m)
 			if queued && idle != nil {
 				return PromptHandedOver
 			}
@@ -120,10 +120,11 @@ func (d *Dispatcher) RunPrompt(ctx context.Context, p Prompt) string {
 		}
 		select {
 		case <-idle:
-		case <-wait.C:
+		case <-busy.Done(): // ctx's end too
+			if ctx.Err() != nil {
+				return PromptShutdown
+			}
 			return PromptSkippedBusy
-		case <-ctx.Done():
-			return PromptShutdown
 		}
 	}
 }
@@ -161,8 +162,13 @@ func (d *Dispatcher) queueIdle(key store.Key, m Message) (queued bool, idle <-ch
 // Cluster: when another replica runs key, idle ticks to look again (queued
 // false); otherwise m goes into key's mailbox and is queued here (queued
 // true, idle nil), unless another replica claimed key meanwhile and runs
-// it (queued true, idle not nil).
-func (d *Dispatcher) admitPrompt(ctx context.Context, key store.Key, m Message) (queued bool, idle <-chan struct{}) {
+// it (queued true, idle not nil). A message that came here meanwhile runs
+// first: m is not queued behind it, and idle is closed once the
+// conversation is quiet (queued false), as for a busy conversation. A
+// prompt with a Sink cannot move to the replica that claimed key
+// meanwhile: its claim waits for that replica to let go until busy ends,
+// and then idle is nil (queued false).
+func (d *Dispatcher) admitPrompt(ctx, busy context.Context, key store.Key, m Message) (queued bool, idle <-chan struct{}) {
 	cl := d.opts.Cluster
 	poll := func() <-chan struct{} {
 		ch := make(chan struct{})
@@ -172,22 +178,39 @@ func (d *Dispatcher) admitPrompt(ctx context.Context, key store.Key, m Message) 
 	if owner := cl.Owner(key); owner != "" && owner != cl.Replica() {
 		return false, poll()
 	}
+	if m.Sink != nil {
+		ctx = busy
+	}
 	here := false
+	var quiet <-chan struct{}
+	var behind Message // m, with its mail id, when a message that came meanwhile runs
 	err := cl.Admit(ctx, key, m, func(m Message) {
-		here = true
 		d.mu.Lock()
 		c := d.conversationLocked(key)
 		c.mu.Lock() // before d.mu is let go, as in accept
 		d.mu.Unlock()
-		m.arrived = time.Now()
-		c.queue = append(c.queue, m) // behind a message that came meanwhile, if one did
-		if len(c.queue) == 1 && c.running == nil {
-			d.workers.Add(1)
-			go d.work(c)
+		defer c.mu.Unlock()
+		if c.working() {
+			if c.quiet == nil {
+				c.quiet = make(chan struct{})
+			}
+			quiet, behind = c.quiet, m
+			return
 		}
-		c.mu.Unlock()
+		here = true
+		m.arrived = time.Now()
+		c.queue = append(c.queue, m)
+		d.workers.Add(1)
+		go d.work(c)
 	})
+	if quiet != nil {
+		d.taken(key, behind) // its mail: the prompt comes again once it is quiet, or not at all
+		return false, quiet
+	}
 	if err != nil {
+		if ctx.Err() != nil { // the claim waited as long as the prompt may
+			return false, nil
+		}
 		d.log.Warn("scheduled prompt not admitted: the store is out of reach", "conversation", key, "err", err)
 		return false, poll()
 	}
