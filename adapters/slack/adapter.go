@@ -156,11 +156,11 @@ type Adapter struct {
 	// (channel/ts of the message answered) whose stream did not start.
 	streams map[string]*stream
 	latest  map[string]string // per answer (channel/ts answered): the ts of its newest stream
-	askers  map[string]asker
-	refused map[string]bool
+	askers  threadMap[asker]
+	refused threadMap[bool]
 	// reserved are the answers (channel/ts answered) that took their
 	// stream's start when their turn began (see thinking).
-	reserved map[string]bool
+	reserved threadMap[bool]
 	// statuses are the threads' status lines golem set, by channel/thread;
 	// threads the split view's threads by channel/thread. Guarded by mu.
 	statuses threadMap[*threadStatus]
@@ -239,9 +239,9 @@ func New(opts Options) (*Adapter, error) {
 		appends:      newBudget(90, 5),
 		streams:      map[string]*stream{},
 		latest:       map[string]string{},
-		askers:       map[string]asker{},
-		refused:      map[string]bool{},
-		reserved:     map[string]bool{},
+		askers:       newThreadMap[asker](maxThreads),
+		refused:      newThreadMap[bool](maxThreads),
+		reserved:     newThreadMap[bool](maxThreads),
 		statuses:     newThreadMap[*threadStatus](maxThreads),
 		threads:      newThreadMap[*assistantThread](maxThreads),
 		statusCalls:  newBudget(180, 20),

@@ -180,7 +180,7 @@ func (a *Adapter) thinking(ctx context.Context, on core.Message) (func(), bool) 
 	}
 	key := streamKey(on.Channel, on.ID)
 	a.mu.Lock()
-	refused := a.refused[key]
+	refused := a.refused.get(key)
 	a.mu.Unlock()
 	if refused {
 		return nil, false
@@ -197,10 +197,7 @@ func (a *Adapter) thinking(ctx context.Context, on core.Message) (func(), bool) 
 	skey := streamKey(on.Channel, thread)
 	done := make(chan struct{})
 	a.mu.Lock()
-	if len(a.reserved) > 10000 {
-		clear(a.reserved)
-	}
-	a.reserved[key] = true
+	a.reserved.put(key, true)
 	gen := 1
 	if st := a.statuses.get(skey); st != nil {
 		gen = st.gen + 1

@@ -63,10 +63,7 @@ func (a *Adapter) noteAsker(m core.Message) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(a.askers) > 10000 {
-		clear(a.askers)
-	}
-	a.askers[streamKey(m.Channel, m.ID)] = asker{user: m.User, team: m.Workspace}
+	a.askers.put(streamKey(m.Channel, m.ID), asker{user: m.User, team: m.Workspace})
 }
 
 // startStream opens a streamed message with text as the answer to to: a
@@ -86,8 +83,8 @@ func (a *Adapter) startStream(ctx context.Context, to core.Place, text string) (
 	}
 	key := streamKey(to.Channel, to.ReplyTo)
 	a.mu.Lock()
-	who, refused, reserved := a.askers[key], a.refused[key], a.reserved[key]
-	delete(a.reserved, key)
+	who, refused, reserved := a.askers.get(key), a.refused.get(key), a.reserved.get(key)
+	a.reserved.del(key)
 	a.mu.Unlock()
 	if refused {
 		return core.MessageRef{}, false, nil
@@ -159,10 +156,7 @@ func (a *Adapter) startStream(ctx context.Context, to core.Place, text string) (
 func (a *Adapter) refuse(key string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(a.refused) > 10000 {
-		clear(a.refused)
-	}
-	a.refused[key] = true
+	a.refused.put(key, true)
 }
 
 // streamOf is msg's stream, nil for a message that was posted.

@@ -1,15 +1,18 @@
 package slack
 
-// maxThreads bounds what the adapter keeps per thread (status lines, the
-// split view's threads), which would otherwise grow by one for every
+// maxThreads bounds what the adapter keeps per thread or per message
+// answered (status lines, the split view's threads, who asked, the answers
+// whose stream did not start), which would otherwise grow by one for every
 // thread golem ever answered in.
 const maxThreads = 10000
 
-// threadMap is what the adapter keeps per thread, by channel/thread
-// (streamKey), bounded: past its limit it forgets every thread before it
-// takes a new one. What a thread still in use loses then is its status
-// line's refresh or its split-view context, which the next event sets
-// again; a bound by clearing costs no bookkeeping on every call. Not safe
+// threadMap is what the adapter keeps per thread or per message, by
+// channel/ts (streamKey), bounded: past its limit it forgets every entry
+// before it takes a new one. What a thread still in use loses then is its
+// status line's refresh, its split-view context, or for an answer being
+// streamed the asker's ids (the stream then starts without them) or its
+// fallback to edits (its continuation then tries a stream again); a bound
+// by clearing costs no bookkeeping on every call. Not safe
 // for concurrent use: the adapter's mu guards it.
 type threadMap[V any] struct {
 	m     map[string]V
