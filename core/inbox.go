@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -36,13 +37,15 @@ func (in Inbox) Save(name string, r io.Reader) (Attachment, error) {
 	if limit <= 0 {
 		limit = 20 << 20
 	}
-	if err := os.MkdirAll(in.Dir, 0o755); err != nil {
+	dir, err := openInbox(filepath.Dir(in.Dir), filepath.Base(in.Dir))
+	if err != nil {
 		return Attachment{}, fmt.Errorf("inbox: %w", err)
 	}
+	defer dir.Close()
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
-	path := filepath.Join(in.Dir, hex.EncodeToString(rnd[:])+"-"+SafeFileName(name))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	base := hex.EncodeToString(rnd[:]) + "-" + SafeFileName(name)
+	f, err := dir.OpenFile(base, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return Attachment{}, fmt.Errorf("inbox: %w", err)
 	}
@@ -54,10 +57,33 @@ func (in Inbox) Save(name string, r io.Reader) (Attachment, error) {
 		err = fmt.Errorf("%w: %q is over %d bytes", ErrTooLarge, name, limit)
 	}
 	if err != nil {
-		os.Remove(path)
+		dir.Remove(base)
 		return Attachment{}, fmt.Errorf("inbox: save %q: %w", name, err)
 	}
-	return Attachment{Name: name, Path: path, Size: n}, nil
+	return Attachment{Name: name, Path: filepath.Join(in.Dir, base), Size: n}, nil
+}
+
+// openInbox returns the folder name in parent (made where missing) as an
+// os.Root. The agent writes parent (its working directory, or with
+// isolation: shared the workspace): it may have made name a symlink to a
+// folder outside, such as /etc/cron.d or another conversation's worktree,
+// and golem, which writes where the agent cannot, must not follow it
+// there. Through the root it cannot, even should the agent swap the folder
+// meanwhile (a message steering a running turn): such a name is an error
+// (found by review).
+func openInbox(parent, name string) (*os.Root, error) {
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, err
+	}
+	p, err := os.OpenRoot(parent)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	if err := p.Mkdir(name, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, err
+	}
+	return p.OpenRoot(name)
 }
 
 // SafeFileName reduces a user-supplied file name to one safe to create in a
@@ -128,44 +154,42 @@ func moveInto(workdir string, atts []Attachment, log *slog.Logger) []Attachment 
 		if rel, err := filepath.Rel(workdir, a.Path); err == nil && filepath.IsLocal(rel) {
 			continue
 		}
-		to := filepath.Join(inbox, filepath.Base(a.Path)) // already unique (Inbox.Save)
-		if err := moveFile(a.Path, to); err != nil {
+		name := filepath.Base(a.Path) // already unique (Inbox.Save)
+		if err := moveFile(a.Path, workdir, name); err != nil {
 			log.Warn("move attachment into the working directory", "err", err)
 			continue
 		}
-		out[i].Path = to
+		out[i].Path = filepath.Join(inbox, name)
 	}
 	return out
 }
 
-// moveFile renames from to to, copying across file systems; it never
-// replaces an existing file.
-func moveFile(from, to string) error {
-	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+// moveFile moves from into workdir's inbox/ as name, never replacing an
+// existing file nor writing outside workdir (see openInbox). It copies:
+// a rename would resolve inbox/ as a path, which the agent may have
+// turned into a symlink; an attachment is small (Inbox.MaxBytes).
+func moveFile(from, workdir, name string) error {
+	dir, err := openInbox(workdir, InboxDir)
+	if err != nil {
 		return err
 	}
-	if _, err := os.Lstat(to); err == nil {
-		return fmt.Errorf("%s exists", to)
-	}
-	if os.Rename(from, to) == nil {
-		return nil
-	}
+	defer dir.Close()
 	src, err := os.Open(from)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	dst, err := dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
 	if _, err := io.Copy(dst, src); err != nil {
 		dst.Close()
-		os.Remove(to)
+		dir.Remove(name)
 		return err
 	}
 	if err := dst.Close(); err != nil {
-		os.Remove(to)
+		dir.Remove(name)
 		return err
 	}
 	return os.Remove(from)
