@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -133,13 +134,18 @@ func (p *Proxy) allowed(host string, port int) bool {
 // errLocal is the guarded dialer's refusal of an address of this machine.
 var errLocal = errors.New("an address of this machine")
 
+// metadataServices are the cloud metadata services, which hand out the
+// machine's credentials, outside link-local: AWS's over IPv6, Alibaba
+// Cloud's, and Azure's WireServer (found by review).
+var metadataServices = []net.IP{net.ParseIP("fd00:ec2::254"), net.ParseIP("100.100.100.200"), net.ParseIP("168.63.129.16")}
+
 // thisMachine returns whether an IP is this machine's: loopback (where
 // golem's HTTP API listens, and any service that trusts local callers),
 // unspecified (0.0.0.0 is loopback to connect), link-local (the cloud's
-// metadata service at 169.254.169.254 among them), multicast, or an
-// address of one of its interfaces now.
+// metadata service at 169.254.169.254 among them), the other metadata
+// services, multicast, or an address of one of its interfaces now.
 func thisMachine() func(net.IP) bool {
-	var own []net.IP
+	own := slices.Clone(metadataServices)
 	if addrs, err := net.InterfaceAddrs(); err == nil {
 		for _, a := range addrs {
 			if n, ok := a.(*net.IPNet); ok {
@@ -224,7 +230,7 @@ func (p *Proxy) Close() error {
 func (p *Proxy) refusal(host string) string {
 	if p.open {
 		return "golem's sandbox refused " + host + ": with sandbox.network: open the agent may reach any host but this machine " +
-			"itself (its loopback, link-local and own addresses, where golem's HTTP API listens), unless sandbox.allow_hosts " +
+			"itself (its loopback, link-local and own addresses, where golem's HTTP API listens, and the cloud's metadata services), unless sandbox.allow_hosts " +
 			"(or channels.<platform:channel>.sandbox.allow_hosts) names it. Ask the operator to add " + host + " there.\n"
 	}
 	return "golem's sandbox refused " + host + ": the agent may reach only its model API and the hosts in sandbox.allow_hosts " +

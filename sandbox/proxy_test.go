@@ -229,7 +229,8 @@ func TestProxyOpen(t *testing.T) {
 // TestThisMachine: the addresses network: open refuses.
 func TestThisMachine(t *testing.T) {
 	local := thisMachine()
-	mine := []string{"127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1", "0.0.0.0", "::", "169.254.169.254", "fe80::1", "224.0.0.1"}
+	mine := []string{"127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1", "0.0.0.0", "::", "169.254.169.254", "fe80::1", "224.0.0.1",
+		"fd00:ec2::254", "100.100.100.200", "168.63.129.16"} // the metadata services outside link-local
 	if addrs, _ := net.InterfaceAddrs(); len(addrs) > 0 {
 		for _, a := range addrs {
 			if n, ok := a.(*net.IPNet); ok {
