@@ -32,8 +32,9 @@ func (c *Conversations) watch() {
 				c.log.Warn("cluster watch ended; watching again", "err", err)
 				break
 			}
+			let := letGo(c.prefix, resp.Events)
 			for _, ev := range resp.Events {
-				c.event(ev)
+				c.event(ev, let)
 			}
 			rev = resp.Header.Revision
 		}
@@ -44,7 +45,29 @@ func (c *Conversations) watch() {
 	}
 }
 
-func (c *Conversations) event(ev *clientv3.Event) {
+// letGo finds, among one watch answer's events, the conversations that
+// were let go of (Release): their owner and dirty keys deleted at one
+// revision, which Release does only while no mail waits. It maps each
+// escaped key to that revision. Nothing is left to adopt of them: mail
+// put after the let-go claims the conversation in its own transaction.
+func letGo(prefix string, events []*clientv3.Event) map[string]int64 {
+	var let map[string]int64
+	for _, ev := range events {
+		if ev.Type != mvccpb.DELETE {
+			continue
+		}
+		if esc, ok := strings.CutPrefix(string(ev.Kv.Key), prefix+"dirty/"); ok {
+			if let == nil {
+				let = map[string]int64{}
+			}
+			let[esc] = ev.Kv.ModRevision
+		}
+	}
+	return let
+}
+
+// event acts on one event of the watch; let is letGo of its answer's.
+func (c *Conversations) event(ev *clientv3.Event, let map[string]int64) {
 	rest := strings.TrimPrefix(string(ev.Kv.Key), c.prefix)
 	kind, name, _ := strings.Cut(rest, "/")
 	switch {
@@ -66,6 +89,9 @@ func (c *Conversations) event(ev *clientv3.Event) {
 		}
 		o.mu.Unlock()
 	case kind == "owner" && ev.Type == mvccpb.DELETE:
+		if rev, ok := let[name]; ok && rev == ev.Kv.ModRevision {
+			return // let go of, with nothing left behind
+		}
 		if key, ok := parseEsc(name); ok {
 			c.done.Go(func() { c.adopt(key) })
 		}
