@@ -458,13 +458,10 @@ func (d *Dispatcher) Watch(key store.Key, sink func(...parser.Event)) (stop func
 	}, true
 }
 
-// logTurn keeps the turn's record for the operator's view: who, when, how
+// turnRecord is the turn's record for the operator's view: who, when, how
 // it ended, how long, what it cost; never its text.
-func (d *Dispatcher) logTurn(key store.Key, m Message, terminal parser.Event, start time.Time) {
+func (d *Dispatcher) turnRecord(key store.Key, m Message, terminal parser.Event, start time.Time) *store.TurnRecord {
 	u := turnUsage(terminal, time.Since(start))
-	rec := store.TurnRecord{ID: newID(), Key: key, By: userOf(m), Started: start, Outcome: outcome(terminal),
+	return &store.TurnRecord{ID: newID(), Key: key, By: userOf(m), Started: start, Outcome: outcome(terminal),
 		DurationMS: u.DurationMS, CostUSD: u.CostUSD, Tokens: u.Tokens()}
-	if err := d.opts.Store.RecordTurn(rec); err != nil {
-		d.log.Error("record turn for the operator's view", "conversation", key, "err", err)
-	}
 }

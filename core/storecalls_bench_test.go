@@ -56,6 +56,10 @@ func (c *countingStore) BeginTurn(t store.InFlight) error {
 	c.hit("BeginTurn")
 	return c.Store.BeginTurn(t)
 }
+func (c *countingStore) FinishTurn(e store.TurnEnd) error {
+	c.hit("FinishTurn")
+	return c.Store.FinishTurn(e)
+}
 func (c *countingStore) EndTurn(id string) error {
 	c.hit("EndTurn")
 	err := c.Store.EndTurn(id)

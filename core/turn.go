@@ -201,40 +201,37 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	if shared() { // another conversation's agent worked there too: the files may be its
 		back.withheld, back.files, back.more = len(back.files)+back.more, nil, 0
 	}
-	usage := func() {}
+	end := store.TurnEnd{Key: key, Record: d.turnRecord(key, m, terminal, start)}
 	if startErr == nil {
 		u := turnUsage(terminal, time.Since(start))
-		usage = func() { d.recordUsage(key, m, u) }
+		end.Usage, end.User, end.At = &u, userOf(m), d.now()
 		if d.opts.Footer && terminal.Type == parser.Done {
 			out.add(parser.Event{Type: parser.Text, Content: "\n\n" + footer(set.engine, set.model, u)})
 		}
 	}
+	if terminal.SessionID != "" && !fresh && (terminal.Type == parser.Done || cutShort(terminal)) {
+		end.Session = d.sessionChange(c, gen, set.engine, terminal.SessionID)
+	}
 	// The answer is delivered as soon as the CLI's result is parsed, with
-	// the files the agent left; the session and the usage are saved
-	// meanwhile, in one group commit of the store. A posted answer is seen
+	// the files the agent left; the session, the usage and the turn's
+	// record are saved meanwhile, in one write. A posted answer is seen
 	// with its usage counted (/usage, the budgets): the platform's post
 	// takes longer than the write. The conversation's next turn waits for
-	// both and for the agent's process to be gone, which keeps the turn's
+	// it and for the agent's process to be gone, which keeps the turn's
 	// record in flight until then.
-	saved, counted := make(chan struct{}), make(chan struct{})
+	saved := make(chan struct{})
 	go func() {
 		defer close(saved)
-		if terminal.SessionID != "" && !fresh && (terminal.Type == parser.Done || cutShort(terminal)) {
-			d.saveSession(c, gen, key, set.engine, terminal.SessionID, log)
+		if err := d.opts.Store.FinishTurn(end); err != nil {
+			log.Error("save the turn's end (session, usage, record)", "err", err)
 		}
 	}()
-	go func() {
-		defer close(counted)
-		usage()
-		d.logTurn(key, m, terminal, start)
-	}()
 	if m.Sink == nil {
-		<-counted
+		<-saved
 	}
 	d.measure(m, set.engine, terminal, startErr, firstText) // before the answer ends: a reader of it sees the turn counted
 	out.finish(terminal, d.notice(ctx, terminal), back)
 	<-saved
-	<-counted
 	log.Info("turn ended", "engine", set.engine, "outcome", outcome(terminal), "duration_ms", time.Since(start).Milliseconds())
 	if run == nil {
 		return out.close, nil
@@ -261,20 +258,18 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	return out.close, nil
 }
 
-// saveSession stores the session a turn ended in. Only the session
-// changes: a /model sent meanwhile stays. The generation is checked inside
-// the write so that a /new or /engine racing with it wins.
-func (d *Dispatcher) saveSession(c *conversation, gen int, key store.Key, eng, session string, log *slog.Logger) {
-	err := d.opts.Store.UpdateConversation(key, func(sc *store.Conversation) bool {
+// sessionChange is the change of the conversation's record to the session
+// a turn ended in. Only the session changes: a /model sent meanwhile
+// stays. The generation is checked inside the write so that a /new or
+// /engine racing with it wins.
+func (d *Dispatcher) sessionChange(c *conversation, gen int, eng, session string) func(*store.Conversation) bool {
+	return func(sc *store.Conversation) bool {
 		if !c.sameGeneration(gen) {
 			return false
 		}
 		sc.Engine, sc.SessionID, sc.LastUsed = eng, session, time.Now()
 		sc.Sessions = store.AddSession(sc.Sessions, session)
 		return true
-	})
-	if err != nil {
-		log.Error("save session", "err", err)
 	}
 }
 

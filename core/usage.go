@@ -87,13 +87,6 @@ func turnUsage(ev parser.Event, took time.Duration) store.Usage {
 	return u
 }
 
-// recordUsage keeps a finished turn's usage in the store.
-func (d *Dispatcher) recordUsage(key store.Key, m Message, u store.Usage) {
-	if err := d.opts.Store.AddUsage(key, userOf(m), d.now(), u); err != nil {
-		d.log.Error("record usage", "conversation", key, "err", err)
-	}
-}
-
 // footer is the line under a final answer with Options.Footer:
 // "claude-code · sonnet · 12.3k tokens · $0.04 · 45 s"; what the CLI did
 // not report is left out.

@@ -117,35 +117,42 @@ func LastUsedOf(raw []byte) (time.Time, bool) {
 // RecordTurn keeps t as its conversation's latest turn, forgetting the
 // conversation's turns past MaxTurnRecords (the oldest by Started).
 func (s *Bolt) RecordTurn(t TurnRecord) error {
-	if t.ID == "" || t.Key.IsZero() {
-		return errors.New("store: record turn: empty id or key")
-	}
-	raw, err := json.Marshal(t)
+	raw, err := encodeTurnRecord(t)
 	if err != nil {
 		return wrap("record turn", err)
 	}
+	if err := s.update(func(tx *bolt.Tx) error { return recordTurn(tx, t, raw) }); err != nil {
+		return wrap("record turn", err)
+	}
+	return nil
+}
+
+// encodeTurnRecord checks t and encodes it for recordTurn.
+func encodeTurnRecord(t TurnRecord) ([]byte, error) {
+	if t.ID == "" || t.Key.IsZero() {
+		return nil, errors.New("empty id or key")
+	}
+	return json.Marshal(t)
+}
+
+// recordTurn is RecordTurn within tx, of t encoded as raw.
+func recordTurn(tx *bolt.Tx, t TurnRecord, raw []byte) error {
 	prefix := keyPrefix(t.Key)
 	name := binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(t.Started.UnixNano()))
 	name = append(name, t.ID...)
-	err = s.update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketTurnLog)
-		if err := b.Put(name, raw); err != nil {
+	b := tx.Bucket(bucketTurnLog)
+	if err := b.Put(name, raw); err != nil {
+		return err
+	}
+	var names [][]byte
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		names = append(names, bytes.Clone(k))
+	}
+	for _, k := range names[:max(0, len(names)-MaxTurnRecords)] {
+		if err := b.Delete(k); err != nil {
 			return err
 		}
-		var names [][]byte
-		c := b.Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			names = append(names, bytes.Clone(k))
-		}
-		for _, k := range names[:max(0, len(names)-MaxTurnRecords)] {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return wrap("record turn", err)
 	}
 	return nil
 }

@@ -92,32 +92,34 @@ func (s *Bolt) UpdateConversation(key Key, fn func(c *Conversation) bool) error 
 	if key.IsZero() {
 		return errors.New("store: update conversation: empty key")
 	}
-	name := []byte(key.String())
-	err := s.update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketConversations)
-		c := Conversation{Key: key}
-		if raw := b.Get(name); raw != nil {
-			var err error
-			if c, err = decodeConversation(key, raw); err != nil {
-				return err
-			}
-		}
-		if !fn(&c) {
-			return nil
-		}
-		if c.LastUsed.IsZero() {
-			c.LastUsed = s.now()
-		}
-		raw, err := encodeConversation(c)
-		if err != nil {
-			return err
-		}
-		return b.Put(name, raw)
-	})
-	if err != nil {
+	if err := s.update(func(tx *bolt.Tx) error { return s.updateConversation(tx, key, fn) }); err != nil {
 		return wrap("update conversation", err)
 	}
 	return nil
+}
+
+// updateConversation is UpdateConversation within tx.
+func (s *Bolt) updateConversation(tx *bolt.Tx, key Key, fn func(c *Conversation) bool) error {
+	name := []byte(key.String())
+	b := tx.Bucket(bucketConversations)
+	c := Conversation{Key: key}
+	if raw := b.Get(name); raw != nil {
+		var err error
+		if c, err = decodeConversation(key, raw); err != nil {
+			return err
+		}
+	}
+	if !fn(&c) {
+		return nil
+	}
+	if c.LastUsed.IsZero() {
+		c.LastUsed = s.now()
+	}
+	raw, err := encodeConversation(c)
+	if err != nil {
+		return err
+	}
+	return b.Put(name, raw)
 }
 
 // ClearSession forgets the session id of key so the next turn starts a new

@@ -59,6 +59,15 @@ type Turns interface {
 	// BeginTurn records t, or replaces the record with the same ID (once
 	// the answer message exists, once the agent runs).
 	BeginTurn(t InFlight) error
+	// FinishTurn writes what a turn leaves once it has ended (see
+	// TurnEnd) in one transaction: all its parts or none. The backend
+	// that fences conversations' records (etcdstore) refuses the whole
+	// transaction when it changes the record of a conversation another
+	// replica owns now; it then keeps the usage and the turn's record on
+	// their own, as AddUsage and RecordTurn would (what the turn used
+	// counts whoever owns the conversation), and returns an error
+	// wrapping ErrFenced.
+	FinishTurn(e TurnEnd) error
 	// EndTurn forgets the turn; ending one not recorded is not an error.
 	EndTurn(id string) error
 	// InFlightTurns returns the turns begun and not ended, oldest first

@@ -66,27 +66,29 @@ func usageKeys(key Key, user string, at time.Time) [6]string {
 // its conversation's (ever and this month), its user's ("platform:id",
 // today and this month) and everyone's (today and this month), at time at.
 func (s *Bolt) AddUsage(conversation Key, user string, at time.Time, u Usage) error {
-	err := s.update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketUsage)
-		for _, k := range usageKeys(conversation, user, at) {
-			var have Usage
-			if raw := b.Get([]byte(k)); raw != nil {
-				if err := decodeUsage(raw, &have); err != nil {
-					return fmt.Errorf("read %q: %w", k, err)
-				}
-			}
-			raw, err := encodeUsage(have.Add(u))
-			if err != nil {
-				return err
-			}
-			if err := b.Put([]byte(k), raw); err != nil {
-				return err
+	if err := s.update(func(tx *bolt.Tx) error { return addUsage(tx, conversation, user, at, u) }); err != nil {
+		return wrap("add usage", err)
+	}
+	return nil
+}
+
+// addUsage is AddUsage within tx.
+func addUsage(tx *bolt.Tx, conversation Key, user string, at time.Time, u Usage) error {
+	b := tx.Bucket(bucketUsage)
+	for _, k := range usageKeys(conversation, user, at) {
+		var have Usage
+		if raw := b.Get([]byte(k)); raw != nil {
+			if err := decodeUsage(raw, &have); err != nil {
+				return fmt.Errorf("read %q: %w", k, err)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		return wrap("add usage", err)
+		raw, err := encodeUsage(have.Add(u))
+		if err != nil {
+			return err
+		}
+		if err := b.Put([]byte(k), raw); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package etcdstore
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/golem-chat/golem/store"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -55,10 +57,9 @@ func (s *Store) turnLogDir(key store.Key) string {
 	return s.prefix + "turnlog/" + url.PathEscape(key.String()) + "/"
 }
 
-// RecordTurn implements store.Activity: the record under its start time
-// (20 digits of unix ns, so that keys sort by it), then, in a second
-// transaction, the conversation's records older than its last
-// store.MaxTurnRecords are deleted with one range delete.
+// RecordTurn implements store.Activity: the record (recordOps), then, in
+// a second transaction when there are too many, the conversation's
+// records older than its last store.MaxTurnRecords (trimTurns).
 func (s *Store) RecordTurn(t store.TurnRecord) error {
 	if t.ID == "" || t.Key.IsZero() {
 		return errors.New("store: record turn: empty id or key")
@@ -75,26 +76,38 @@ func (s *Store) RecordTurn(t store.TurnRecord) error {
 	if len(raw) > store.MaxValue {
 		return s.fail("record turn", fmt.Errorf("%w: %d bytes, at most %d", store.ErrTooLarge, len(raw), store.MaxValue))
 	}
-	dir := s.turnLogDir(t.Key)
-	// The record, and in the same round trip the newest keys of the
-	// folder, to find those past the limit.
-	resp, err := s.txn(ctx, nil, []clientv3.Op{clientv3.OpPut(fmt.Sprintf("%s%020d-%s", dir, t.Started.UnixNano(), t.ID), string(raw)),
-		clientv3.OpGet(dir, clientv3.WithPrefix(), clientv3.WithKeysOnly(),
-			clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(store.MaxTurnRecords+1))})
+	resp, err := s.txn(ctx, nil, s.recordOps(t, raw))
 	if err != nil {
 		return s.fail("record turn", err)
 	}
-	kvs := resp.Responses[1].GetResponseRange().Kvs
-	if len(kvs) <= store.MaxTurnRecords {
-		return nil
-	}
-	// Everything from the folder's start up to and including the newest
-	// record past the limit.
-	oldest := string(kvs[store.MaxTurnRecords].Key)
-	if _, err := s.txn(ctx, nil, []clientv3.Op{clientv3.OpDelete(dir, clientv3.WithRange(oldest+"\x00"))}); err != nil {
+	if err := s.trimTurns(ctx, t.Key, resp.Responses[1]); err != nil {
 		return s.fail("record turn", err)
 	}
 	return nil
+}
+
+// recordOps put t's record, encoded as raw, under its start time (20
+// digits of unix ns, so that keys sort by it), and read in the same round
+// trip the newest keys of its conversation's folder, for trimTurns.
+func (s *Store) recordOps(t store.TurnRecord, raw []byte) []clientv3.Op {
+	dir := s.turnLogDir(t.Key)
+	return []clientv3.Op{clientv3.OpPut(fmt.Sprintf("%s%020d-%s", dir, t.Started.UnixNano(), t.ID), string(raw)),
+		clientv3.OpGet(dir, clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+			clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(store.MaxTurnRecords+1))}
+}
+
+// trimTurns deletes key's records older than its last
+// store.MaxTurnRecords, given the answer of recordOps' read: everything
+// from the folder's start up to and including the newest record past the
+// limit, in one range delete.
+func (s *Store) trimTurns(ctx context.Context, key store.Key, newest *etcdserverpb.ResponseOp) error {
+	kvs := newest.GetResponseRange().Kvs
+	if len(kvs) <= store.MaxTurnRecords {
+		return nil
+	}
+	oldest := string(kvs[store.MaxTurnRecords].Key)
+	_, err := s.txn(ctx, nil, []clientv3.Op{clientv3.OpDelete(s.turnLogDir(key), clientv3.WithRange(oldest+"\x00"))})
+	return err
 }
 
 // RecentTurns implements store.Activity.

@@ -20,10 +20,12 @@
 //
 // Every write is one etcd transaction, built by Store.txn. The writes that
 // read before they write (UpdateConversation, ClearSession, AddUsage,
-// MarkSeen of an expired id, UpdateSchedule) compare the mod revisions of what they read
-// and retry when another writer came between, so concurrent writers on
-// any number of replicas never undo each other. The other writes replace
-// the record whole.
+// FinishTurn, MarkSeen of an expired id, UpdateSchedule) compare the mod
+// revisions of what they read and retry when another writer came between,
+// so concurrent writers on any number of replicas never undo each other;
+// a conversation's record and usage totals this store last read or wrote
+// are not read again (the compare tells when another writer came). The
+// other writes replace the record whole.
 //
 // A replica fences the writes to a conversation's records (its session and
 // settings, its turns in flight) with the conversation's owner key (see
@@ -159,7 +161,8 @@ type Store struct {
 	leases  map[time.Duration]seenLease // by ttl; see MarkSeen
 
 	activity *activityMirror // ListConversations's
-	primed   primer          // the records claims read (Prime)
+	primed   primer          // the records claims read (Prime), and those known (knownRecord)
+	usage    knownUsage      // the usage totals known
 }
 
 var _ store.Store = (*Store)(nil)

@@ -31,6 +31,9 @@ type primer struct {
 	records map[store.Key]primedRecord
 	written map[store.Key]int64 // the revision of this store's last write of a record
 	floor   int64               // the newest revision dropped from written
+	// known are the records last read or written here, at most
+	// maxWritten (see knownRecord).
+	known map[store.Key]*mvccpb.KeyValue // nil value: no record
 }
 
 type primedRecord struct {
@@ -67,6 +70,48 @@ func (s *Store) Unprime(key store.Key) {
 	p.mu.Lock()
 	delete(p.records, key)
 	delete(p.written, key)
+	delete(p.known, key)
+	p.mu.Unlock()
+}
+
+// A read-modify-write of a record (UpdateConversation, FinishTurn)
+// commits only if the record's mod revision is still the one it read, and
+// learns the record as it is now when not. So it need not read the record
+// first when it knows it already: the one this store last read or wrote.
+// When another writer came between, the write is refused and tried again
+// with what that writer left: one round trip more, never a change lost.
+
+// knownRecord returns key's record as this store last read or wrote it
+// (nil: no record), if it knows it.
+func (s *Store) knownRecord(key store.Key) (*mvccpb.KeyValue, bool) {
+	p := &s.primed
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	kv, ok := p.known[key]
+	return kv, ok
+}
+
+// know notes key's record as read or written (kv nil: none).
+func (s *Store) know(key store.Key, kv *mvccpb.KeyValue) {
+	p := &s.primed
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.known == nil || len(p.known) >= maxWritten {
+		p.known = map[store.Key]*mvccpb.KeyValue{}
+	}
+	p.known[key] = kv
+}
+
+// knowWritten notes key's record as a successful write resp left it.
+func (s *Store) knowWritten(key store.Key, raw []byte, resp *clientv3.TxnResponse) {
+	s.know(key, &mvccpb.KeyValue{Key: []byte(s.convKey(key)), Value: raw, ModRevision: resp.Header.Revision})
+}
+
+// unknow forgets key's record: a write whose outcome is not known.
+func (s *Store) unknow(key store.Key) {
+	p := &s.primed
+	p.mu.Lock()
+	delete(p.known, key)
 	p.mu.Unlock()
 }
 

@@ -2,6 +2,7 @@ package etcdstore
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,6 +54,7 @@ func encodeConversation(c store.Conversation) []byte {
 // claim takes the record the claim read (Prime).
 func (s *Store) Conversation(key store.Key) (store.Conversation, error) {
 	if kv, ok := s.takePrimed(key); ok {
+		s.know(key, kv)
 		c, err := decodeConversation(key, kv)
 		if err != nil {
 			return store.Conversation{Key: key}, s.fail("read conversation", err)
@@ -72,6 +74,7 @@ func (s *Store) Conversation(key store.Key) (store.Conversation, error) {
 	if len(resp.Kvs) > 0 {
 		kv = resp.Kvs[0]
 	}
+	s.know(key, kv)
 	c, err := decodeConversation(key, kv)
 	if err != nil {
 		return store.Conversation{Key: key}, s.fail("read conversation", err)
@@ -96,14 +99,17 @@ func (s *Store) SaveConversation(c store.Conversation) error {
 	resp, err := s.keyTxn(ctx, c.Key, nil, []clientv3.Op{clientv3.OpPut(s.convKey(c.Key), string(raw))})
 	s.wrote(c.Key, resp)
 	if err != nil {
+		s.unknow(c.Key)
 		return s.fail("save conversation", err)
 	}
+	s.knowWritten(c.Key, raw, resp)
 	return nil
 }
 
-// UpdateConversation implements store.Conversations: it reads the record,
-// and writes fn's change if the record's mod revision is still the one
-// read (0: still absent), retrying otherwise.
+// UpdateConversation implements store.Conversations: it reads the record
+// (unless known, see knownRecord), and writes fn's change if the record's
+// mod revision is still the one read (0: still absent), retrying
+// otherwise.
 func (s *Store) UpdateConversation(key store.Key, fn func(c *store.Conversation) bool) error {
 	if key.IsZero() {
 		return errors.New("store: update conversation: empty key")
@@ -113,16 +119,10 @@ func (s *Store) UpdateConversation(key store.Key, fn func(c *store.Conversation)
 		return s.fail("update conversation", err)
 	}
 	defer cancel()
-	k := s.convKey(key)
-	resp, err := s.cli.Get(ctx, k)
+	kv, err := s.readRecord(ctx, key)
 	for range maxRetries {
 		if err != nil {
 			return s.fail("update conversation", err)
-		}
-		var kv *mvccpb.KeyValue
-		var rev int64
-		if len(resp.Kvs) > 0 {
-			kv, rev = resp.Kvs[0], resp.Kvs[0].ModRevision
 		}
 		c, err := decodeConversation(key, kv)
 		if err != nil {
@@ -131,20 +131,51 @@ func (s *Store) UpdateConversation(key store.Key, fn func(c *store.Conversation)
 		if !fn(&c) {
 			return nil
 		}
-		t, err := s.keyTxn(ctx, key, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", rev)},
-			[]clientv3.Op{clientv3.OpPut(k, string(encodeConversation(c)))}, clientv3.OpGet(k))
+		k, raw := s.convKey(key), encodeConversation(c)
+		t, err := s.keyTxn(ctx, key, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", modRevision(kv))},
+			[]clientv3.Op{clientv3.OpPut(k, string(raw))}, clientv3.OpGet(k))
 		if err != nil || t.Succeeded {
 			s.wrote(key, t)
 		}
 		if err != nil {
+			s.unknow(key)
 			return s.fail("update conversation", err)
 		}
 		if t.Succeeded {
+			s.knowWritten(key, raw, t)
 			return nil
 		}
-		resp = (*clientv3.GetResponse)(t.Responses[0].GetResponseRange())
+		kv = firstKV(t.Responses[0].GetResponseRange().Kvs)
+		s.know(key, kv)
 	}
 	return s.fail("update conversation", fmt.Errorf("%d writers came between the read and the write", maxRetries))
+}
+
+// readRecord is key's record (nil: none): the one known here, else read.
+func (s *Store) readRecord(ctx context.Context, key store.Key) (*mvccpb.KeyValue, error) {
+	if kv, ok := s.knownRecord(key); ok {
+		return kv, nil
+	}
+	resp, err := s.cli.Get(ctx, s.convKey(key))
+	if err != nil {
+		return nil, err
+	}
+	return firstKV(resp.Kvs), nil
+}
+
+func firstKV(kvs []*mvccpb.KeyValue) *mvccpb.KeyValue {
+	if len(kvs) == 0 {
+		return nil
+	}
+	return kvs[0]
+}
+
+// modRevision is kv's, 0 for no record.
+func modRevision(kv *mvccpb.KeyValue) int64 {
+	if kv == nil {
+		return 0
+	}
+	return kv.ModRevision
 }
 
 // ClearSession implements store.Conversations.
