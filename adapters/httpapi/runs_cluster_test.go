@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,16 +27,26 @@ import (
 // it held (the race of two replicas, or of a message on this one).
 type lateOwner struct {
 	*cluster.Conversations
-	claim func() // makes the person's turn claim the conversation
+	mu    sync.Mutex
+	claim func() // makes the person's turn claim the conversation; once
 }
 
 func (l *lateOwner) Owner(key store.Key) string {
 	owner := l.Conversations.Owner(key)
-	if l.claim != nil {
-		l.claim()
-		l.claim = nil
+	l.mu.Lock()
+	claim := l.claim
+	l.claim = nil
+	l.mu.Unlock()
+	if claim != nil {
+		claim()
 	}
 	return owner
+}
+
+func (l *lateOwner) claimNext(claim func()) {
+	l.mu.Lock()
+	l.claim = claim
+	l.mu.Unlock()
 }
 
 // TestScheduledRunLosesClaimRace: a scheduled run of an HTTP conversation
@@ -111,7 +122,7 @@ func TestScheduledRunLosesClaimRace(t *testing.T) {
 			release := filepath.Join(dir, conversation+".go")
 			before := len(enginetest.ReadLog(t, agentLog))
 			person := make(chan string, 1)
-			leader.late.claim = func() { // on RunPrompt's goroutine: no t.Fatal
+			leader.late.claimNext(func() { // on RunPrompt's goroutine: no t.Fatal
 				body, _ := json.Marshal(chatRequest{Conversation: conversation, Text: "!sh while [ ! -f " + release + " ]; do sleep 0.01; done\nperson"})
 				go func() {
 					res, err := http.Post(tc.person.base+"/v1/chat", "application/json", strings.NewReader(string(body)))
@@ -132,7 +143,7 @@ func TestScheduledRunLosesClaimRace(t *testing.T) {
 				if owner := tc.person.conv.Owner(key); owner != tc.person.conv.Replica() {
 					t.Errorf("the person's turn runs with %q owning the conversation", owner)
 				}
-			}
+			})
 
 			began := time.Now()
 			outcome := make(chan string, 1)
