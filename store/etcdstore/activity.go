@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golem-chat/golem/store"
@@ -80,7 +81,7 @@ func (s *Store) RecordTurn(t store.TurnRecord) error {
 	if err != nil {
 		return s.fail("record turn", err)
 	}
-	if err := s.trimTurns(ctx, t.Key, resp.Responses[1]); err != nil {
+	if err := s.trimTurns(ctx, t.Key, resp.Responses[len(resp.Responses)-1]); err != nil {
 		return s.fail("record turn", err)
 	}
 	return nil
@@ -88,26 +89,74 @@ func (s *Store) RecordTurn(t store.TurnRecord) error {
 
 // recordOps put t's record, encoded as raw, under its start time (20
 // digits of unix ns, so that keys sort by it), and read in the same round
-// trip the newest keys of its conversation's folder, for trimTurns.
+// trip the newest keys of its conversation's folder, for trimTurns. When
+// the conversation's records are known to be full (see turnCuts) and t is
+// newer than the oldest, they delete that one and any older in between,
+// so that no second transaction is needed to trim them.
 func (s *Store) recordOps(t store.TurnRecord, raw []byte) []clientv3.Op {
 	dir := s.turnLogDir(t.Key)
-	return []clientv3.Op{clientv3.OpPut(fmt.Sprintf("%s%020d-%s", dir, t.Started.UnixNano(), t.ID), string(raw)),
-		clientv3.OpGet(dir, clientv3.WithPrefix(), clientv3.WithKeysOnly(),
-			clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(store.MaxTurnRecords+1))}
+	k := fmt.Sprintf("%s%020d-%s", dir, t.Started.UnixNano(), t.ID)
+	ops := []clientv3.Op{clientv3.OpPut(k, string(raw))}
+	if cut, ok := s.cuts.oldest(t.Key); ok && k > cut {
+		ops = append(ops, clientv3.OpDelete(dir, clientv3.WithRange(cut+"\x00")))
+	}
+	return append(ops, clientv3.OpGet(dir, clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+		clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(store.MaxTurnRecords+1)))
 }
 
 // trimTurns deletes key's records older than its last
 // store.MaxTurnRecords, given the answer of recordOps' read: everything
 // from the folder's start up to and including the newest record past the
-// limit, in one range delete.
+// limit, in one range delete. It notes the oldest record kept when the
+// conversation has its full count, for the next recordOps.
 func (s *Store) trimTurns(ctx context.Context, key store.Key, newest *etcdserverpb.ResponseOp) error {
 	kvs := newest.GetResponseRange().Kvs
-	if len(kvs) <= store.MaxTurnRecords {
+	if len(kvs) < store.MaxTurnRecords {
+		s.cuts.forget(key)
 		return nil
 	}
-	oldest := string(kvs[store.MaxTurnRecords].Key)
-	_, err := s.txn(ctx, nil, []clientv3.Op{clientv3.OpDelete(s.turnLogDir(key), clientv3.WithRange(oldest+"\x00"))})
-	return err
+	if len(kvs) > store.MaxTurnRecords {
+		oldest := string(kvs[store.MaxTurnRecords].Key)
+		if _, err := s.txn(ctx, nil, []clientv3.Op{clientv3.OpDelete(s.turnLogDir(key), clientv3.WithRange(oldest+"\x00"))}); err != nil {
+			s.cuts.forget(key)
+			return err
+		}
+	}
+	s.cuts.note(key, string(kvs[store.MaxTurnRecords-1].Key))
+	return nil
+}
+
+// turnCuts are, per conversation whose records this store last wrote,
+// the key of the oldest record kept when it kept store.MaxTurnRecords: the
+// next record pushes that one out. Another replica's records in between
+// only add newer ones, so deleting up to that key never deletes one of
+// the newest; the read after the delete tells whether more must go. At
+// most maxWritten conversations.
+type turnCuts struct {
+	mu  sync.Mutex
+	cut map[store.Key]string
+}
+
+func (c *turnCuts) oldest(key store.Key) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, ok := c.cut[key]
+	return k, ok
+}
+
+func (c *turnCuts) note(key store.Key, oldest string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cut == nil || len(c.cut) >= maxWritten {
+		c.cut = map[store.Key]string{}
+	}
+	c.cut[key] = oldest
+}
+
+func (c *turnCuts) forget(key store.Key) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.cut, key)
 }
 
 // RecentTurns implements store.Activity.

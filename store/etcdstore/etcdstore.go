@@ -163,6 +163,7 @@ type Store struct {
 	activity *activityMirror // ListConversations's
 	primed   primer          // the records claims read (Prime), and those known (knownRecord)
 	usage    knownUsage      // the usage totals known
+	cuts     turnCuts        // where the conversations' turn records are trimmed next
 }
 
 var _ store.Store = (*Store)(nil)

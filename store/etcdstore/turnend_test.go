@@ -75,8 +75,9 @@ func TestFinishTurnIsFenced(t *testing.T) {
 }
 
 // A turn's end reads nothing it knows: in one conversation after another
-// turn's end, it is one round trip; and what another replica wrote in
-// between (the record, the totals) is neither undone nor counted twice.
+// turn's end, it is one round trip, also once the oldest turn records go;
+// and what another replica wrote in between (the record, the totals) is
+// neither undone nor counted twice.
 func TestFinishTurnReadsNothingKnown(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	var calls atomic.Int64
@@ -144,10 +145,24 @@ func TestFinishTurnReadsNothingKnown(t *testing.T) {
 	if trips := finish(); trips != 1 { // it read what it knows now
 		t.Errorf("a turn's end after a read made %d round trips, want 1", trips)
 	}
+	// Past the records a conversation keeps, the oldest goes in the same
+	// transaction.
+	for i < store.MaxTurnRecords+3 {
+		if trips := finish(); trips != 1 {
+			t.Fatalf("turn %d's end made %d round trips, want 1", i, trips)
+		}
+	}
+	recs, err := s.RecentTurns(key)
+	if err != nil || len(recs) != store.MaxTurnRecords || recs[0].ID != string(rune('a'+i)) {
+		t.Fatalf("after %d turns: %d records (%v), want the last %d, newest first", i, len(recs), err, store.MaxTurnRecords)
+	}
+	if all, err := s.Client().Get(context.Background(), "known/turnlog/", clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || all.Count != store.MaxTurnRecords {
+		t.Fatalf("%v records stored (%v), want %d", all.Count, err, store.MaxTurnRecords)
+	}
 	if err := s.UpdateConversation(key, func(c *store.Conversation) bool { c.Engine = "codex"; return true }); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := other.Conversation(key); got.Engine != "codex" || got.Model != "theirs" || len(got.Sessions) != 4 {
+	if got, _ := other.Conversation(key); got.Engine != "codex" || got.Model != "theirs" || len(got.Sessions) != min(i, store.MaxSessions) {
 		t.Errorf("after an update of a known record: %+v", got)
 	}
 }
