@@ -44,7 +44,22 @@ type Proxy struct {
 	conns  map[net.Conn]struct{} // open tunnels, closed by Close
 	srv    *http.Server
 	closed bool
+	// agents counts the agent's connections to the proxy (a tunnel's
+	// among them until it ends), at most maxAgents; warned says the
+	// refusal of one more was logged.
+	agents, maxAgents int
+	warned            bool
 }
+
+// maxAgentConns bounds the connections one turn's agent holds open to its
+// proxy at once, tunnels among them. Each costs golem file descriptors (a
+// tunnel six: its two sockets and a pipe for each direction; an idle
+// keep-alive one, which nothing times out, one) and a forwarded body in
+// flight a 1 MB buffer: without a bound an agent could take all of golem's
+// descriptors, and the other conversations' turns, golem's store and its
+// chat connections would fail with it (found by review). Tools keep far
+// fewer: Chromium 32 to a proxy, npm 15, pip 10.
+const maxAgentConns = 256
 
 // hostRule is one allowed host: a name or an IP, any port when port is 0.
 type hostRule struct {
@@ -93,7 +108,7 @@ func NewProxy(network Network, hosts []string, log *slog.Logger) (*Proxy, error)
 	if log == nil {
 		log = slog.Default()
 	}
-	p := &Proxy{log: log, conns: map[net.Conn]struct{}{}, open: network == Open}
+	p := &Proxy{log: log, conns: map[net.Conn]struct{}{}, open: network == Open, maxAgents: maxAgentConns}
 	for _, h := range hosts {
 		r, err := parseHostRule(h)
 		if err != nil {
@@ -113,9 +128,16 @@ func NewProxy(network Network, hosts []string, log *slog.Logger) (*Proxy, error)
 		}}
 	}
 	p.forward = &http.Transport{DialContext: p.dialAddr, Proxy: nil, ForceAttemptHTTP2: false,
-		MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second, ResponseHeaderTimeout: 10 * time.Minute}
+		MaxIdleConns: maxIdleUpstream, MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second, ResponseHeaderTimeout: 10 * time.Minute}
 	return p, nil
 }
+
+// maxIdleUpstream bounds the idle connections the forwarding transport
+// keeps, over every host: with network: open an agent asking for one
+// host after another (a wildcard DNS name of its own) would otherwise
+// leave golem thousands of idle connections, and their descriptors, for
+// IdleConnTimeout (found by review).
+const maxIdleUpstream = 16
 
 // allowed reports whether host:port may be reached.
 func (p *Proxy) allowed(host string, port int) bool {
@@ -197,7 +219,7 @@ func refused(err error) bool { return errors.Is(err, errLocal) || errors.Is(err,
 func (p *Proxy) Serve(l net.Listener) error {
 	p.mu.Lock()
 	if p.srv == nil {
-		p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, ErrorLog: nil}
+		p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, ErrorLog: nil, ConnState: p.count}
 	}
 	srv := p.srv
 	p.mu.Unlock()
@@ -223,6 +245,45 @@ func (p *Proxy) Close() error {
 	p.mu.Unlock()
 	p.forward.CloseIdleConnections()
 	return srv.Close()
+}
+
+// tooMany is the answer to a connection over maxAgents.
+const tooMany = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n" +
+	"golem's sandbox proxy: the agent has %d connections open through it, the most one turn may; close some (idle keep-alive ones, finished tunnels) and try again.\n"
+
+// count keeps p.agents (http.Server's ConnState): a new connection over
+// maxAgents gets the 503 of tooMany and is closed at once, before it can
+// hold a descriptor for ReadHeaderTimeout. A hijacked one (a tunnel)
+// counts until connect ends it (release).
+func (p *Proxy) count(c net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateNew:
+		p.mu.Lock()
+		p.agents++
+		over, warn := p.agents > p.maxAgents, !p.warned
+		if over {
+			p.warned = true
+		}
+		p.mu.Unlock()
+		if !over {
+			return
+		}
+		if warn {
+			p.log.Warn("sandbox: the agent holds too many connections to its proxy; more are refused", "max", p.maxAgents)
+		}
+		c.SetWriteDeadline(time.Now().Add(time.Second))
+		fmt.Fprintf(c, tooMany, p.maxAgents)
+		c.Close() // StateClosed follows
+	case http.StateClosed:
+		p.release()
+	}
+}
+
+// release ends the count of one of the agent's connections.
+func (p *Proxy) release() {
+	p.mu.Lock()
+	p.agents--
+	p.mu.Unlock()
 }
 
 // refusal is the body of a 403: it names the setting, so that the agent can
@@ -315,6 +376,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		up.Close()
 		return
 	}
+	defer p.release() // hijacked: no StateClosed comes
 	if !p.track(down, up) {
 		return
 	}

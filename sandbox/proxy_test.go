@@ -12,7 +12,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 func TestParseHostRule(t *testing.T) {
@@ -250,5 +252,124 @@ func TestThisMachine(t *testing.T) {
 		if local(net.ParseIP(s)) {
 			t.Errorf("%s is elsewhere, and was refused", s)
 		}
+	}
+}
+
+// TestProxyBoundsAgentConns: the agent's connections to its proxy,
+// tunnels and idle keep-alive ones alike, are bounded (each holds golem's
+// descriptors): one over the bound gets a 503 that says why, at once, and
+// a warn log; once the agent closes some, it may open more.
+func TestProxyBoundsAgentConns(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") }))
+	defer srv.Close()
+	target := strings.TrimPrefix(srv.URL, "http://")
+	var log logs
+	p, err := NewProxy(Allowlist, []string{target}, slog.New(slog.NewTextHandler(&log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.maxAgents = 3
+	_, sock := serveProxy(t, p)
+	ask := func(req string) (net.Conn, *http.Response) {
+		t.Helper()
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		io.WriteString(c, req)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%q: %v", req, err)
+		}
+		return c, resp
+	}
+	connect := "CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n"
+	var held []net.Conn
+	for _, req := range []string{connect, connect, "GET " + srv.URL + "/ HTTP/1.1\r\nHost: " + target + "\r\n\r\n"} {
+		c, resp := ask(req)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%q: %s", req, resp.Status)
+		}
+		if req != connect {
+			io.ReadAll(resp.Body) // and the connection stays, idle
+		}
+		held = append(held, c)
+	}
+	_, resp := ask(connect)
+	var b []byte
+	if resp.StatusCode != 200 { // a tunnel's body would not end
+		b, _ = io.ReadAll(resp.Body)
+	}
+	if resp.StatusCode != 503 || !strings.Contains(string(b), "3 connections open") {
+		t.Errorf("a connection over the bound: %s %q", resp.Status, b)
+	}
+	if l := log.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, "too many connections") {
+		t.Errorf("the refusal's log: %s", l)
+	}
+	held[0].Close()
+	held[2].Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, resp := ask(connect)
+		if resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the agent closed two connections, still %s", resp.Status)
+		}
+		time.Sleep(10 * time.Millisecond) // polls until the proxy has seen them close
+	}
+}
+
+// TestProxyBoundsIdleUpstream: forwarded requests to one host after
+// another leave golem at most maxIdleUpstream idle connections to them,
+// not one a host (with network: open, a wildcard DNS name of the agent's
+// own is any number of hosts).
+func TestProxyBoundsIdleUpstream(t *testing.T) {
+	var mu sync.Mutex
+	open := 0
+	var urls []string
+	for range maxIdleUpstream + 24 {
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") }))
+		srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch st {
+			case http.StateNew:
+				open++
+			case http.StateClosed, http.StateHijacked:
+				open--
+			}
+		}
+		srv.Start()
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL)
+	}
+	p, err := NewProxy(Allowlist, []string{"127.0.0.1"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, _ := serveProxy(t, p)
+	for _, u := range urls {
+		resp, err := client.Get(u + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := open
+		mu.Unlock()
+		if n <= maxIdleUpstream {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections to %d hosts stay open, want at most %d", n, len(urls), maxIdleUpstream)
+		}
+		time.Sleep(10 * time.Millisecond) // polls until the proxy's closes arrive
 	}
 }
