@@ -134,7 +134,15 @@ func inject(workdir, skillsDir, subdir, contextFile string, log *slog.Logger) er
 		return err
 	}
 	target := filepath.Join(workdir, filepath.FromSlash(subdir))
-	if err := os.MkdirAll(target, 0o755); err != nil {
+	// Through a root of workdir: a component the agent made a symlink out
+	// of it (.claude to /etc) makes no folder there (found by review).
+	root, err := os.OpenRoot(workdir)
+	if err != nil {
+		return fmt.Errorf("skills: %w", err)
+	}
+	err = root.MkdirAll(filepath.FromSlash(subdir), 0o755)
+	root.Close()
+	if err != nil {
 		return fmt.Errorf("skills: create %s: %w", target, err)
 	}
 	if err := noSymlinkBelow(workdir, subdir); err != nil {

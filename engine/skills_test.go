@@ -193,3 +193,18 @@ func TestSkillInjectionRefusesASymlinkedSkillsFolder(t *testing.T) {
 		t.Errorf("golem wrote into the symlinked folder: %v", entries)
 	}
 }
+
+// A .claude the agent made a symlink to a host folder does not have
+// golem make its skills folder there (an empty skills/ in /etc, say).
+func TestSkillInjectionMakesNoFolderThroughASymlink(t *testing.T) {
+	t.Parallel()
+	e, _ := fake(t, "claude-code", engine.Config{SkillsDir: skillsDir(t)})
+	work, victim := t.TempDir(), t.TempDir()
+	if err := os.Symlink(victim, filepath.Join(work, ".claude")); err != nil {
+		t.Fatal(err)
+	}
+	runTurn(t, e, engine.Turn{Prompt: "hi", Workdir: work})
+	if entries, _ := os.ReadDir(victim); len(entries) != 0 {
+		t.Errorf("golem made a folder through the .claude symlink: %v", entries)
+	}
+}
