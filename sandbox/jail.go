@@ -522,7 +522,7 @@ type gitPaths struct {
 	dir       string   // the worktree's own git folder, .git/worktrees/<name>
 	common    string   // the main repository's .git
 	refDir    string   // the folder of its branch's ref (refs/heads/golem)
-	otherRefs []string // the other refs in that folder
+	otherRefs []string // the other refs in that folder (no symlinks)
 	reflog    string   // its branch's reflog, when there is one
 	// pointers are the files that tie the worktree to its repository:
 	// its .git file, and gitdir, commondir and config.worktree in dir.
@@ -579,7 +579,10 @@ func worktreeGit(tree, branch string) (gitPaths, error) {
 	own := filepath.Join(g.common, ref)
 	entries, _ := os.ReadDir(g.refDir)
 	for _, e := range entries {
-		if p := filepath.Join(g.refDir, e.Name()); p != own {
+		// Refs are files (and folders of them). The agent writes this
+		// folder: a symlink it left here, bound read-only, would have
+		// bwrap bind what it points at, over a mask (found by review).
+		if p := filepath.Join(g.refDir, e.Name()); p != own && (e.Type().IsRegular() || e.IsDir()) {
 			g.otherRefs = append(g.otherRefs, p)
 		}
 	}

@@ -126,3 +126,36 @@ func TestWorktreePointers(t *testing.T) {
 		t.Errorf("main moved to %s", got)
 	}
 }
+
+// TestWorktreeRefSymlinks: symlinks the agent leaves in its branch's ref
+// folder (refs/heads/golem, which every conversation's branch shares)
+// are not the other branches' refs: the next turn does not bind them
+// read-only where they lead, so a relative one to the config file or a
+// masked credential folder shows it no more than before (found by
+// review: bwrap bound what they pointed at over the masks).
+func TestWorktreeRefSymlinks(t *testing.T) {
+	f := newFixture(t)
+	repo := f.work
+	git(t, repo, "init", "-q", "-b", "main")
+	git(t, repo, "add", "README")
+	git(t, repo, "commit", "-q", "-m", "first")
+	mine := filepath.Join(f.store, "worktrees", "repo-1", "mine")
+	git(t, repo, "worktree", "add", "-q", "-b", "golem/mine", mine)
+	s := need(t, Config{Network: None}, Options{Hide: []string{f.store, f.config}})
+	place := Place{Workdir: mine, Tree: mine, Repo: repo, Branch: "golem/mine"}
+	refs := filepath.Join(repo, ".git", "refs", "heads", "golem")
+	up, _ := filepath.Rel(refs, filepath.Dir(f.home)) // to the fixture's root
+	out, err := run(t, s.Turn(Config{}, place), f.env, "cd "+refs+" && ln -s "+up+"/home/.ssh ssh && ln -s "+up+"/bot.yaml config && echo planted")
+	if err != nil || !strings.Contains(out, "planted") {
+		t.Fatalf("the first turn: %v: %s", err, out)
+	}
+	out, err = run(t, s.Turn(Config{}, place), f.env, "cat "+refs+"/ssh/id_ed25519 "+f.home+"/.ssh/id_ed25519 "+refs+"/config "+f.config+" 2>&1; true")
+	if err != nil {
+		t.Fatalf("the next turn: %v: %s", err, out)
+	}
+	for _, secret := range []string{"PRIVATE KEY", "xoxb-secret"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("the next turn saw %q through a symlink in the ref folder:\n%s", secret, out)
+		}
+	}
+}
