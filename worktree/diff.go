@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Changes are a conversation's changes since its branch started.
@@ -57,10 +58,14 @@ func (ws *Workspaces) Diff(ctx context.Context, w Workspace) (Changes, error) {
 }
 
 // copyInto copies the file at path into f and closes f. A worktree
-// without an index yet (nothing staged ever) copies nothing.
+// without an index yet (nothing staged ever) copies nothing. The index is
+// in the worktree's git folder, which the agent writes: only a regular
+// file is copied, never what a symlink there leads to, and a FIFO does
+// not block (found by review: a FIFO hung /diff; a symlink to /dev/zero
+// filled the host's temporary folder).
 func copyInto(f *os.File, path string) error {
 	defer f.Close()
-	src, err := os.Open(filepath.Clean(path))
+	src, err := os.OpenFile(filepath.Clean(path), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if os.IsNotExist(err) {
 		return os.Remove(f.Name())
 	}
@@ -68,6 +73,9 @@ func copyInto(f *os.File, path string) error {
 		return err
 	}
 	defer src.Close()
+	if fi, err := src.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a file", path)
+	}
 	_, err = io.Copy(f, src)
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -79,5 +80,38 @@ func TestRunFillsInTheBranchInTheWorktree(t *testing.T) {
 	c, _ = Run(context.Background(), w, `echo started; sleep 600`, 200*time.Millisecond, 100)
 	if !errors.Is(c.Err, context.DeadlineExceeded) || c.Output != "started\n" {
 		t.Errorf("a command that hangs: err %v, output %q", c.Err, c.Output)
+	}
+}
+
+// A worktree's index the agent (which writes the worktree's git folder)
+// turned into a FIFO or a symlink to /dev/zero or a file of golem's does
+// not have /diff block, fill the host's temporary folder, or read what it
+// points at: golem copies only a regular file there.
+func TestDiffRefusesAnIndexThatIsNotAFile(t *testing.T) {
+	repo := newRepo(t, map[string]string{"a": "a"})
+	ws, _ := newWorkspaces(t)
+	w := open(t, ws, repo, "slack:T:C")
+	index := strings.TrimSpace(run(t, w.Dir, "rev-parse", "--path-format=absolute", "--git-path", "index"))
+	secret := filepath.Join(t.TempDir(), "golem.db")
+	write(t, secret, "store-secret")
+	for name, plant := range map[string]func() error{
+		"a FIFO":              func() error { return syscall.Mkfifo(index, 0o644) },
+		"a symlink to a file": func() error { return os.Symlink(secret, index) },
+		"a symlink to a FIFO": func() error { p := index + ".fifo"; syscall.Mkfifo(p, 0o644); return os.Symlink(p, index) },
+	} {
+		os.Remove(index)
+		if err := plant(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { _, err := ws.Diff(context.Background(), w); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("an index that is %s: Diff took it", name)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("an index that is %s: Diff blocked", name)
+		}
 	}
 }
