@@ -69,8 +69,13 @@ func serveDownloads() {
 	go func() { io.Copy(io.Discard, os.Stdin); os.Exit(0) }()
 	http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", strconv.Itoa(downloadSize))
+		// Unpaced it writes 1 MB at a time; paced, 64 KB at a time, each
+		// when the rate allows.
 		rate, _ := strconv.ParseFloat(r.URL.Query().Get("rate"), 64)
-		const chunk = 64 << 10
+		chunk := len(blob)
+		if rate > 0 {
+			chunk = 64 << 10
+		}
 		start := time.Now()
 		for sent := 0; sent < downloadSize; sent += chunk {
 			if rate > 0 {
