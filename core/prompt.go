@@ -227,7 +227,9 @@ func (d *Dispatcher) admitPrompt(ctx, busy context.Context, key store.Key, m Mes
 // get them, ending with the terminal event; a note of the schedule's own
 // (Notify) comes as a Text event and Done. Prompted is called, with the
 // prompt's conversation key, as the first event comes, so a prompt skipped
-// before its turn calls nothing; neither it nor the sink may block.
+// before its turn calls nothing. Neither it nor the sink may block, but
+// for the terminal event, which may wait for one store write (the HTTP API
+// keeps the run's outcome): the turn's end waits for its own write then.
 type Prompter interface {
 	Prompted(key store.Key, p Prompt) func(...parser.Event)
 }
