@@ -3,9 +3,11 @@ package store
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -62,6 +64,12 @@ type Schedule struct {
 // Schedules are the scheduled prompts. Each backend indexes them by
 // conversation, so that counting and listing one conversation's reads only
 // its own, however many the store holds.
+//
+// A record that does not decode (damaged bytes) fails Schedule and
+// UpdateSchedule with an error wrapping ErrCorrupt that names its id; the
+// listings leave it out and log its id at warn level, so that one such
+// record never stops the others from firing or being listed; SaveSchedule
+// replaces it and DeleteSchedule removes it, with its index entry.
 type Schedules interface {
 	// AddSchedule stores sc, a new schedule, if no schedule has its ID
 	// (else ErrScheduleExists) and its conversation has fewer than max
@@ -70,7 +78,9 @@ type Schedules interface {
 	// replica, at most max are ever stored.
 	AddSchedule(sc Schedule, max int) error
 	// SaveSchedule stores s under s.ID, replacing what was there (in
-	// whichever conversation it was).
+	// whichever conversation it was). The conversation's index entry is
+	// written only when s is new there: a save in the same conversation
+	// writes the record alone.
 	SaveSchedule(s Schedule) error
 	// Schedule returns the schedule id, and false when there is none.
 	Schedule(id string) (Schedule, bool, error)
@@ -80,14 +90,16 @@ type Schedules interface {
 	// once and must not block. found is false, and fn is not called, when
 	// there is no schedule id.
 	UpdateSchedule(id string, fn func(s *Schedule) bool) (found bool, err error)
-	// DeleteSchedule forgets the schedule id; deleting one not stored is
-	// not an error.
+	// DeleteSchedule forgets the schedule id, a record that does not
+	// decode too; deleting one not stored is not an error.
 	DeleteSchedule(id string) error
 	// AllSchedules returns every schedule, by conversation key, then
-	// Created, then ID.
+	// Created, then ID; those whose record does not decode are left out
+	// (logged).
 	AllSchedules() ([]Schedule, error)
 	// ConversationSchedules returns key's schedules, by Created, then ID,
-	// reading only them.
+	// reading only them; those whose record does not decode are left out
+	// (logged).
 	ConversationSchedules(key Key) ([]Schedule, error)
 }
 
@@ -173,8 +185,15 @@ func decodeSchedule(id, raw []byte) (Schedule, error) {
 	return sc, nil
 }
 
-// putSchedule writes sc and its index entry in tx, moving the entry when
-// sc's conversation changed.
+// logUndecoded logs the record of the schedule id, which a listing leaves
+// out because it does not decode, for the operator to delete.
+func logUndecoded(id string, err error) {
+	slog.Warn("store: a schedule record does not decode; left out of the listing", "schedule", id, "err", err)
+}
+
+// putSchedule writes sc in tx, and its index entry when sc is new in its
+// conversation: moved from the old one, or found by a scan of the index
+// when the record it replaces does not decode.
 func putSchedule(tx *bolt.Tx, sc Schedule) error {
 	raw, err := json.Marshal(sc)
 	if err != nil {
@@ -183,19 +202,45 @@ func putSchedule(tx *bolt.Tx, sc Schedule) error {
 	b, idx := tx.Bucket(bucketSchedules), tx.Bucket(bucketScheduleKeys)
 	if old := b.Get([]byte(sc.ID)); old != nil {
 		was, err := decodeSchedule([]byte(sc.ID), old)
+		switch {
+		case err != nil:
+			err = deleteScheduleEntries(idx, sc.ID)
+		case was.Key == sc.Key: // its entry stands
+			return b.Put([]byte(sc.ID), raw)
+		default:
+			err = idx.Delete(scheduleKey(was.Key, sc.ID))
+		}
 		if err != nil {
 			return err
-		}
-		if was.Key != sc.Key {
-			if err := idx.Delete(scheduleKey(was.Key, sc.ID)); err != nil {
-				return err
-			}
 		}
 	}
 	if err := idx.Put(scheduleKey(sc.Key, sc.ID), nil); err != nil {
 		return err
 	}
 	return b.Put([]byte(sc.ID), raw)
+}
+
+// deleteScheduleEntries deletes the index entries of the schedule id in
+// any conversation, for a record that does not decode and so does not
+// tell its conversation. It reads the whole index.
+func deleteScheduleEntries(idx *bolt.Bucket, id string) error {
+	var entries [][]byte
+	err := idx.ForEach(func(k, _ []byte) error {
+		n, w := binary.Uvarint(k) // keyPrefix: the key's length, the key, then the id
+		if w > 0 && n <= uint64(len(k)-w) && string(k[w+int(n):]) == id {
+			entries = append(entries, bytes.Clone(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range entries {
+		if err := idx.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // AddSchedule implements Schedules, in one transaction.
@@ -295,16 +340,18 @@ func (s *Bolt) DeleteSchedule(id string) error {
 		return errors.New("store: delete schedule: empty id")
 	}
 	err := s.update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketSchedules)
+		b, idx := tx.Bucket(bucketSchedules), tx.Bucket(bucketScheduleKeys)
 		raw := b.Get([]byte(id))
 		if raw == nil {
 			return nil
 		}
 		sc, err := decodeSchedule([]byte(id), raw)
-		if err != nil {
-			return err
+		if err == nil {
+			err = idx.Delete(scheduleKey(sc.Key, id))
+		} else { // its conversation is unknown
+			err = deleteScheduleEntries(idx, id)
 		}
-		if err := tx.Bucket(bucketScheduleKeys).Delete(scheduleKey(sc.Key, id)); err != nil {
+		if err != nil {
 			return err
 		}
 		return b.Delete([]byte(id))
@@ -320,11 +367,12 @@ func (s *Bolt) AllSchedules() ([]Schedule, error) {
 	var out []Schedule
 	err := s.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketSchedules).ForEach(func(k, v []byte) error {
-			sc, err := decodeSchedule(k, v)
-			if err == nil {
+			if sc, err := decodeSchedule(k, v); err == nil {
 				out = append(out, sc)
+			} else {
+				logUndecoded(string(k), err)
 			}
-			return err
+			return nil
 		})
 	})
 	if err != nil {
@@ -347,11 +395,11 @@ func (s *Bolt) ConversationSchedules(key Key) ([]Schedule, error) {
 			if raw == nil {
 				return fmt.Errorf("%w: the index names schedule %q, which is not there", ErrCorrupt, id)
 			}
-			sc, err := decodeSchedule(id, raw)
-			if err != nil {
-				return err
+			if sc, err := decodeSchedule(id, raw); err == nil {
+				out = append(out, sc)
+			} else {
+				logUndecoded(string(id), err)
 			}
-			out = append(out, sc)
 		}
 		return nil
 	})

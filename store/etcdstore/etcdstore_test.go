@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -25,12 +26,38 @@ import (
 func TestConformance(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	var n atomic.Int64
-	storetest.Run(t, func(t *testing.T) func() (store.Store, error) {
-		prefix := fmt.Sprint("test", n.Add(1))
-		return func() (store.Store, error) {
+	storetest.Run(t, func(t *testing.T) storetest.Backend { return backend(t, c, fmt.Sprint("test", n.Add(1))) })
+}
+
+// backend is the store under prefix in c, for the conformance suite, its
+// raw records written and read by a client of its own (the layout is the
+// package doc's).
+func backend(t *testing.T, c *etcdtest.Cluster, prefix string) storetest.Backend {
+	cli := client(t, c)
+	ctx := context.Background()
+	entry := func(key store.Key, id string) string {
+		return prefix + "/schedule_keys/" + url.PathEscape(key.String()) + "/" + id
+	}
+	return storetest.Backend{
+		Open: func() (store.Store, error) {
 			return etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints, Prefix: prefix})
-		}
-	})
+		},
+		PutScheduleRecord: func(id string, raw []byte) error {
+			_, err := cli.Put(ctx, prefix+"/schedules/"+id, string(raw))
+			return err
+		},
+		ScheduleIndexEntry: func(key store.Key, id string) ([]byte, bool, error) {
+			resp, err := cli.Get(ctx, entry(key, id))
+			if err != nil || len(resp.Kvs) == 0 {
+				return nil, false, err
+			}
+			return resp.Kvs[0].Value, true, nil
+		},
+		PutScheduleIndexEntry: func(key store.Key, id string, value []byte) error {
+			_, err := cli.Put(ctx, entry(key, id), string(value))
+			return err
+		},
+	}
 }
 
 // TestConformanceThreeMembers runs the suite against a cluster of three,
@@ -41,12 +68,7 @@ func TestConformanceThreeMembers(t *testing.T) {
 	}
 	c := etcdtest.Start(t, 3)
 	var n atomic.Int64
-	storetest.Run(t, func(t *testing.T) func() (store.Store, error) {
-		prefix := fmt.Sprint("test", n.Add(1))
-		return func() (store.Store, error) {
-			return etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints, Prefix: prefix})
-		}
-	})
+	storetest.Run(t, func(t *testing.T) storetest.Backend { return backend(t, c, fmt.Sprint("test", n.Add(1))) })
 }
 
 func TestParseURL(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 
@@ -34,18 +35,48 @@ func decodeSchedule(kv *mvccpb.KeyValue) (store.Schedule, error) {
 	return sc, nil
 }
 
+// logUndecoded logs the record of the schedule id, which a listing leaves
+// out because it does not decode, for the operator to delete.
+func logUndecoded(id string, err error) {
+	slog.Warn("store: a schedule record does not decode; left out of the listing", "schedule", id, "err", err)
+}
+
 // writeSchedule is the write of sc over was (nil: none stored), with its
-// index entry, moved when sc's conversation changed.
+// index entry when sc is new in its conversation: moved when sc's
+// conversation changed. A save in the same conversation leaves the entry
+// be (no write of it).
 func (s *Store) writeSchedule(sc store.Schedule, was *store.Schedule) ([]clientv3.Op, error) {
 	raw, err := json.Marshal(sc)
 	if err != nil {
 		return nil, err
 	}
-	ops := []clientv3.Op{clientv3.OpPut(s.scheduleKey(sc.ID), string(raw)), clientv3.OpPut(s.scheduleDir(sc.Key)+sc.ID, "")}
+	ops := []clientv3.Op{clientv3.OpPut(s.scheduleKey(sc.ID), string(raw))}
+	if was == nil || was.Key != sc.Key {
+		ops = append(ops, clientv3.OpPut(s.scheduleDir(sc.Key)+sc.ID, ""))
+	}
 	if was != nil && was.Key != sc.Key {
 		ops = append(ops, clientv3.OpDelete(s.scheduleDir(was.Key)+sc.ID))
 	}
 	return ops, nil
+}
+
+// entriesOf are the keys of the schedule id's index entries in any
+// conversation, for a record that does not decode and so does not tell
+// its conversation. It reads the keys of the whole index.
+func (s *Store) entriesOf(ctx context.Context, id string) ([]string, error) {
+	dir := s.prefix + "schedule_keys/"
+	resp, err := s.cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, kv := range resp.Kvs {
+		// KEY/ID, KEY path-escaped: the id is after the first slash.
+		if _, entry, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), dir), "/"); ok && entry == id {
+			keys = append(keys, string(kv.Key))
+		}
+	}
+	return keys, nil
 }
 
 // AddSchedule implements store.Schedules: it counts the conversation's
@@ -98,7 +129,7 @@ func (s *Store) SaveSchedule(sc store.Schedule) error {
 	if sc.ID == "" {
 		return errors.New("store: save schedule: empty id")
 	}
-	_, err := s.changeSchedule(sc.ID, "save schedule", func(was *store.Schedule) (store.Schedule, bool) { return sc, true })
+	_, err := s.changeSchedule(sc.ID, "save schedule", true, func(was *store.Schedule) (store.Schedule, bool) { return sc, true })
 	return err
 }
 
@@ -131,7 +162,7 @@ func (s *Store) UpdateSchedule(id string, fn func(sc *store.Schedule) bool) (boo
 	if id == "" {
 		return false, errors.New("store: update schedule: empty id")
 	}
-	return s.changeSchedule(id, "update schedule", func(was *store.Schedule) (store.Schedule, bool) {
+	return s.changeSchedule(id, "update schedule", false, func(was *store.Schedule) (store.Schedule, bool) {
 		if was == nil {
 			return store.Schedule{}, false
 		}
@@ -146,8 +177,10 @@ func (s *Store) UpdateSchedule(id string, fn func(sc *store.Schedule) bool) (boo
 
 // changeSchedule writes what change makes of the record id (nil: none
 // stored) if the record's mod revision is still the one read, retrying
-// otherwise. found reports whether a record was there.
-func (s *Store) changeSchedule(id, op string, change func(was *store.Schedule) (store.Schedule, bool)) (found bool, err error) {
+// otherwise. found reports whether a record was there. A record that does
+// not decode fails it, unless replace: then change gets nil, and the
+// record's index entries go.
+func (s *Store) changeSchedule(id, op string, replace bool, change func(was *store.Schedule) (store.Schedule, bool)) (found bool, err error) {
 	ctx, cancel, err := s.call()
 	if err != nil {
 		return false, s.fail(op, err)
@@ -160,13 +193,21 @@ func (s *Store) changeSchedule(id, op string, change func(was *store.Schedule) (
 			return found, s.fail(op, err)
 		}
 		var was *store.Schedule
+		var stray []string // the entries of a record that does not decode
 		rev := int64(0)
 		if found = len(resp.Kvs) > 0; found {
+			rev = resp.Kvs[0].ModRevision
 			sc, err := decodeSchedule(resp.Kvs[0])
-			if err != nil {
+			switch {
+			case err == nil:
+				was = &sc
+			case !replace:
 				return true, s.fail(op, err)
+			default:
+				if stray, err = s.entriesOf(ctx, id); err != nil {
+					return true, s.fail(op, err)
+				}
 			}
-			was, rev = &sc, resp.Kvs[0].ModRevision
 		}
 		sc, write := change(was)
 		if !write {
@@ -175,6 +216,11 @@ func (s *Store) changeSchedule(id, op string, change func(was *store.Schedule) (
 		ops, err := s.writeSchedule(sc, was)
 		if err != nil {
 			return found, s.fail(op, err)
+		}
+		for _, k := range stray {
+			if k != s.scheduleDir(sc.Key)+id { // put by ops: a txn names a key once
+				ops = append(ops, clientv3.OpDelete(k))
+			}
 		}
 		t, err := s.txn(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", rev)}, ops, clientv3.OpGet(k))
 		if err != nil {
@@ -208,12 +254,19 @@ func (s *Store) DeleteSchedule(id string) error {
 		if len(resp.Kvs) == 0 {
 			return nil
 		}
-		sc, err := decodeSchedule(resp.Kvs[0])
-		if err != nil {
-			return s.fail("delete schedule", err)
+		ops := []clientv3.Op{clientv3.OpDelete(k)}
+		if sc, err := decodeSchedule(resp.Kvs[0]); err == nil {
+			ops = append(ops, clientv3.OpDelete(s.scheduleDir(sc.Key)+id))
+		} else { // its conversation is unknown
+			entries, err := s.entriesOf(ctx, id)
+			if err != nil {
+				return s.fail("delete schedule", err)
+			}
+			for _, e := range entries {
+				ops = append(ops, clientv3.OpDelete(e))
+			}
 		}
-		t, err := s.txn(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", resp.Kvs[0].ModRevision)},
-			[]clientv3.Op{clientv3.OpDelete(k), clientv3.OpDelete(s.scheduleDir(sc.Key) + id)}, clientv3.OpGet(k))
+		t, err := s.txn(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", resp.Kvs[0].ModRevision)}, ops, clientv3.OpGet(k))
 		if err != nil {
 			return s.fail("delete schedule", err)
 		}
@@ -227,9 +280,22 @@ func (s *Store) DeleteSchedule(id string) error {
 
 // AllSchedules implements store.Schedules, in one range read.
 func (s *Store) AllSchedules() ([]store.Schedule, error) {
-	all, err := list[store.Schedule](s, "schedules/")
+	ctx, cancel, err := s.call()
 	if err != nil {
 		return nil, s.fail("read schedules", err)
+	}
+	defer cancel()
+	resp, err := s.cli.Get(ctx, s.prefix+"schedules/", clientv3.WithPrefix())
+	if err != nil {
+		return nil, s.fail("read schedules", err)
+	}
+	all := make([]store.Schedule, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		if sc, err := decodeSchedule(kv); err == nil {
+			all = append(all, sc)
+		} else {
+			logUndecoded(strings.TrimPrefix(string(kv.Key), s.scheduleKey("")), err)
+		}
 	}
 	store.SortSchedules(all)
 	return all, nil
@@ -274,11 +340,11 @@ func (s *Store) conversationSchedules(ctx context.Context, key store.Key) ([]sto
 			if len(kvs) == 0 {
 				return nil, fmt.Errorf("%w: the index names %q, which is not there", store.ErrCorrupt, idx.Kvs[i+j].Key)
 			}
-			sc, err := decodeSchedule(kvs[0])
-			if err != nil {
-				return nil, err
+			if sc, err := decodeSchedule(kvs[0]); err == nil {
+				out = append(out, sc)
+			} else {
+				logUndecoded(strings.TrimPrefix(string(kvs[0].Key), s.scheduleKey("")), err)
 			}
-			out = append(out, sc)
 		}
 	}
 	return out, nil

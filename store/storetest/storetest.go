@@ -16,10 +16,32 @@ import (
 )
 
 // Fresh makes an empty store of the backend for one test and returns how
-// to open it. open may be called again once the store it returned is
-// closed, and then opens the same data, as a restart would; the test
-// closes every store it opens.
-type Fresh func(t *testing.T) (open func() (store.Store, error))
+// to open it and how to reach its records raw.
+type Fresh func(t *testing.T) Backend
+
+// Backend is one test's store of a backend.
+type Backend struct {
+	// Open opens the store. It may be called again once the store it
+	// returned is closed, and then opens the same data, as a restart
+	// would; the test closes every store it opens.
+	Open func() (store.Store, error)
+
+	// The schedules' records and index entries beneath the store, as a
+	// damaged disk or another program would leave them: the test calls
+	// these while no store Open returned is open.
+	//
+	// PutScheduleRecord writes raw as the record of the schedule id.
+	PutScheduleRecord func(id string, raw []byte) error
+	// ScheduleIndexEntry reads the value of the index entry of the
+	// schedule id in key's conversation; found is false when there is
+	// none. The store writes the entries empty and never reads their
+	// values, so a value the test put shows whether the store wrote the
+	// entry since.
+	ScheduleIndexEntry func(key store.Key, id string) (value []byte, found bool, err error)
+	// PutScheduleIndexEntry writes value as the index entry of the
+	// schedule id in key's conversation.
+	PutScheduleIndexEntry func(key store.Key, id string, value []byte) error
+}
 
 // Run runs the suite against the backend fresh makes.
 func Run(t *testing.T, fresh Fresh) {
@@ -57,19 +79,32 @@ func Run(t *testing.T, fresh Fresh) {
 		{"ScheduleIndex", testScheduleIndex},
 		{"AddScheduleConcurrent", testAddScheduleConcurrent},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			open := fresh(t)
-			tt.fn(t, func() store.Store {
+	raw := []struct {
+		name string
+		fn   func(t *testing.T, open func() store.Store, b Backend)
+	}{
+		{"UndecodedSchedule", testUndecodedSchedule},
+		{"ScheduleIndexEntryStays", testScheduleIndexEntryStays},
+	}
+	run := func(name string, fn func(t *testing.T, open func() store.Store, b Backend)) {
+		t.Run(name, func(t *testing.T) {
+			b := fresh(t)
+			fn(t, func() store.Store {
 				t.Helper()
-				s, err := open()
+				s, err := b.Open()
 				if err != nil {
 					t.Fatalf("open: %v", err)
 				}
 				t.Cleanup(func() { _ = s.Close() })
 				return s
-			})
+			}, b)
 		})
+	}
+	for _, tt := range tests {
+		run(tt.name, func(t *testing.T, open func() store.Store, _ Backend) { tt.fn(t, open) })
+	}
+	for _, tt := range raw {
+		run(tt.name, tt.fn)
 	}
 }
 
