@@ -60,6 +60,36 @@ func TestAChatContextInMemoryGoesWithItsMessage(t *testing.T) {
 	}
 }
 
+// What a chat context carries with its message is bounded by the
+// context's limit as the prompt counts it: a message padded with what the
+// prompt's line drops (control characters) carries no more than its line.
+func TestAChatContextCarriedIsBoundedAsItsPromptIs(t *testing.T) {
+	f := newFleet(t)
+	f.context = core.ContextLimits{MaxMessages: 20, MaxChars: 8000}
+	a, b := f.start("a", 5*time.Second), f.start("b", 5*time.Second)
+	var said []core.Said
+	for i := range 40 {
+		said = append(said, core.Said{Author: "Bob", Text: strings.Repeat("\x01", 7990) + fmt.Sprint("line ", i)})
+	}
+	a.d.Register(&memoryChat{chat: f.chat, said: said})
+	ctx := context.Background()
+	b.d.Handle(ctx, msg("C1", 0, "!sleep 500ms\nfirst")) // b owns C1 while this runs
+	f.waitRuns(1)
+	a.d.Handle(ctx, msg("C1", 1, "!sleep 300ms\nwhat was said?"))
+	mail, err := clustertest.Client(t, f.etcd.Endpoints[0]).Get(ctx, "golem/cluster/mail/", clientv3.WithPrefix())
+	if err != nil || len(mail.Kvs) != 1 {
+		t.Fatalf("the mailbox while b runs: %v, %v", mail, err)
+	}
+	if n := len(mail.Kvs[0].Value); n > 10_000 {
+		t.Errorf("the message in the mailbox is %d bytes: more than its context keeps (8,000 characters)", n)
+	}
+	f.waitRuns(2)
+	got := enginetest.ReadLog(t, f.log)[1].Prompt
+	if !strings.Contains(got, "> Bob: line 20\n") || !strings.Contains(got, "> Bob: line 39\n") || strings.Contains(got, "line 19\n") {
+		t.Errorf("the prompt run on the owner (want lines 20 to 39):\n%s", got)
+	}
+}
+
 // A chat context that is empty where a message came (nothing said there,
 // or the read failed) stays empty on the replica that runs it: that one
 // does not read its own memory instead, which is another chat's view.

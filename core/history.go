@@ -76,10 +76,15 @@ func (d *Dispatcher) carryHistory(m *Message) {
 		d.log.Warn("read chat context", "platform", m.Platform, "channel", m.Channel, "err", err)
 		return
 	}
-	_, keep := selectContext(said, d.opts.Context)
+	// Each kept message carries its text as its prompt line has it
+	// (flattened, cut no longer than the line), so that all of them
+	// together are no longer than the lines, which fit MaxChars: the raw
+	// text may be far longer (control characters the line drops).
+	// flatten is idempotent, so the running replica renders the same lines.
+	lines, keep := selectContext(said, d.opts.Context)
 	for i, s := range said {
 		if keep[i] {
-			s.Text = cut(s.Text, d.opts.Context.MaxChars)
+			s.Text = cut(flatten(s.Text), utf8.RuneCountInString(lines[i]))
 			m.Said = append(m.Said, s)
 		}
 	}
