@@ -53,9 +53,8 @@ type Proxy struct {
 
 // maxAgentConns bounds the connections one turn's agent holds open to its
 // proxy at once, tunnels among them. Each costs golem file descriptors (a
-// tunnel six: its two sockets and a pipe for each direction; an idle
-// keep-alive one, which nothing times out, one) and a forwarded body in
-// flight a 1 MB buffer: without a bound an agent could take all of golem's
+// tunnel two, its sockets; an idle keep-alive one, which nothing times
+// out, one) and, while data flows, a 1 MB buffer: without a bound an agent could take all of golem's
 // descriptors, and the other conversations' turns, golem's store and its
 // chat connections would fail with it (found by review). Tools keep far
 // fewer: Chromium 32 to a proxy, npm 15, pip 10.
@@ -400,37 +399,27 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	<-done
 }
 
-// copyBufSize is the buffer a forwarded body, or a tunnel between
-// sockets the kernel cannot splice, goes through: a download of 100 MB
-// then takes a few hundred reads and writes.
+// copyBufSize is the buffer a forwarded body or a tunnel's data goes
+// through: a download of 100 MB then takes a few hundred reads and writes.
 const copyBufSize = 1 << 20
 
-// copyBufs are the buffers of forwarded bodies and unspliced tunnels.
+// copyBufs are the buffers of forwarded bodies and tunnels.
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
 
-// tunnel copies src to dst until src's end or an error.
+// tunnel copies src to dst until src's end or an error, through a pooled
+// buffer taken only when src has data: an idle tunnel holds its two
+// sockets and nothing else.
 //
-// Between two TCP sockets (every tunnel golem serves: the sandbox's port
-// and the dial out) io.Copy splices: the kernel moves the pages through a
-// pipe and golem copies nothing. Measured on loopback, 100 MB through the
-// tunnel (BenchmarkProxyThroughput, and the CPU of each side from rusage):
-// golem's side (server and proxy) 58 ms of CPU with a 1 MB user-space
-// buffer, 37 ms spliced; curl's 26–33 ms copied, 39–46 ms spliced (its
-// receive copy runs colder); in all 91 against 83 ms, and the tunnel's
-// throughput went from 44–49% of direct to 55–62%. An idle tunnel holds a
-// pipe of Go's pool for each direction while it waits (two descriptors and
-// the kernel's ring, no data pages), where the buffer it replaces was
-// taken only while data flowed.
-//
-// Anything else copies through a pooled buffer, taken only when src has
-// data.
+// It does not splice, though both ends are TCP sockets and io.Copy would:
+// measured with the download server in a process of its own
+// (BenchmarkProxyThroughput, six pairs taken in turn, load about 1),
+// the copy carried more in 6 pairs of 6 at a 10 Gbit/s link's rate
+// (79–103% of direct against 76–91% spliced) and in 5 of 6 on loopback
+// (40–58% against 39–46%), for the same CPU (44–81 against 43–68 ms per
+// 100 MB). The pages a splice hands on reach curl colder, and its receive
+// copy costs more than golem's copy saves; a spliced tunnel also holds a
+// pipe for each direction (four more descriptors) while it waits.
 func tunnel(dst, src net.Conn) error {
-	if _, ok := dst.(*net.TCPConn); ok {
-		if _, ok := src.(*net.TCPConn); ok {
-			_, err := io.Copy(dst, src)
-			return err
-		}
-	}
 	sc, ok := src.(syscall.Conn)
 	if !ok {
 		buf := copyBufs.Get().(*[]byte)
