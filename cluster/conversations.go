@@ -524,6 +524,10 @@ func (c *Conversations) Fence(key store.Key) (string, string, clientv3.LeaseID, 
 	return c.ownerKey(key), c.r.memberKey(), c.r.Lease(), true
 }
 
+// MailKey is the key of mail in key's mailbox (for
+// etcdstore.SetMailbox, which strikes it as it records the turn).
+func (c *Conversations) MailKey(key store.Key, mail string) string { return c.mailDir(key) + mail }
+
 // Owner implements core.Cluster.
 func (c *Conversations) Owner(key store.Key) string {
 	ctx, cancel := context.WithTimeout(c.ctx, c.r.TTL())

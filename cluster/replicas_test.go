@@ -163,6 +163,7 @@ func (f *fleet) startWith(name string, ttl time.Duration, opts ...grpc.DialOptio
 	}
 	conv := cluster.NewConversations(r, nil)
 	st.SetFence(conv.Fence)
+	st.SetMailbox(conv.MailKey)
 	conv.SetSeen(st)
 	conv.SetPrimer(st)
 	d, err := core.NewDispatcher(core.Options{

@@ -83,6 +83,9 @@ type Message struct {
 	// mail is the message's id in its conversation's mailbox, with a
 	// Cluster (see Cluster.Taken).
 	mail string
+	// strikeAtRecord: the mail is struck by the store in the write of the
+	// turn's first record (strikesAtRecord), not yet by Cluster.Taken.
+	strikeAtRecord bool
 	// dedupe is the event id Cluster.Admit marks seen (see Dedupe).
 	dedupe string
 	// prompt is set on a message that stands for a Prompt (RunPrompt).

@@ -37,6 +37,8 @@ type Cluster interface {
 	// Dedupes reports whether Admit marks Dedupe(m) seen.
 	Dedupes() bool
 	// Taken strikes m from its mailbox: its turn began or it was answered.
+	// With a store that strikes the mail as it records the turn
+	// (store.MailStriker), a turn's own mail is struck there instead.
 	Taken(key store.Key, m Message)
 	// Release lets go of key when, under the key's lock, Host.Idle still
 	// says it is idle and no mail waits for it; mail that came meanwhile is
@@ -112,6 +114,28 @@ func (d *Dispatcher) admit(m Message) {
 func (d *Dispatcher) taken(key store.Key, m Message) {
 	if d.opts.Cluster != nil && m.mail != "" {
 		d.opts.Cluster.Taken(key, m)
+	}
+}
+
+// strikesAtRecord reports whether m's mail is to be struck in the write
+// of its turn's first record: with a Cluster and a store that can
+// (store.MailStriker), for an answer that is posted (a Sink's turn is
+// recorded only once its agent runs). One write, so that a replica killed
+// between the two leaves the mail, which the next owner runs, or the
+// record, which it marks interrupted, and never neither.
+func (d *Dispatcher) strikesAtRecord(m Message) bool {
+	if d.opts.Cluster == nil || m.mail == "" || m.Sink != nil {
+		return false
+	}
+	s, ok := d.opts.Store.(store.MailStriker)
+	return ok && s.StrikesMail()
+}
+
+// takenLate strikes m's mail where its turn ends without the record that
+// was to strike it.
+func (d *Dispatcher) takenLate(key store.Key, m Message) {
+	if m.strikeAtRecord {
+		d.taken(key, m)
 	}
 }
 

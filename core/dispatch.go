@@ -412,8 +412,11 @@ func (d *Dispatcher) work(c *conversation) {
 			c.running.queued = false
 			c.mu.Unlock()
 			// Struck only now: while m waits for a slot its mail stays, so
-			// that a replica that takes the conversation over runs it.
-			d.taken(c.key, m)
+			// that a replica that takes the conversation over runs it. With
+			// a store that can, the turn's first record strikes it.
+			if m.strikeAtRecord = d.strikesAtRecord(m); !m.strikeAtRecord {
+				d.taken(c.key, m)
+			}
 			release := sync.OnceFunc(func() { <-d.slots })
 			forget, exiting := d.runTurn(ctx, c, m, gen, release, prev)
 			if prev != nil && exiting == nil {

@@ -30,8 +30,8 @@ type flight struct {
 }
 
 // save applies change to the record and writes it; what names the write
-// in the log if it fails.
-func (f *flight) save(what string, change func(*store.InFlight)) {
+// in the log if it fails, and false says it did.
+func (f *flight) save(what string, change func(*store.InFlight)) bool {
 	f.writing.Lock()
 	defer f.writing.Unlock()
 	f.mu.Lock()
@@ -40,11 +40,12 @@ func (f *flight) save(what string, change func(*store.InFlight)) {
 	f.mu.Unlock()
 	if err := f.st.BeginTurn(t); err != nil {
 		f.log.Error(what, "err", err)
-		return
+		return false
 	}
 	f.mu.Lock()
 	f.saved = true
 	f.mu.Unlock()
+	return true
 }
 
 // saveLater is save without waiting for the write, for what a restart can

@@ -63,6 +63,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	if err != nil {
 		log.Error("read conversation", "err", err)
 		<-d.answer(m, "⚠️ **Error:** golem could not read its session store; see the bot's log.", true)
+		d.takenLate(key, m)
 		return nothing, nil
 	}
 	set := d.settings(m, conv)
@@ -74,6 +75,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, c *conversation, m Message, ge
 	eng := d.opts.Engines[set.engine]
 	if eng == nil {
 		<-d.answer(m, "⚠️ **Error:** engine "+set.engine+" is not configured", true)
+		d.takenLate(key, m)
 		return nothing, nil
 	}
 
@@ -349,11 +351,23 @@ func (d *Dispatcher) output(m Message, key store.Key, log *slog.Logger) turnOutp
 	a := d.poster(m.Platform)
 	if a == nil {
 		log.Error("no poster registered and no sink to answer on")
+		d.takenLate(key, m)
 		return turnOutput{add: func(...parser.Event) {}, finish: func(parser.Event, string, handback) {}, close: func() {},
 			anchor: func() MessageRef { return MessageRef{} }}
 	}
 	place := d.place(m)
-	f.save("record turn", func(t *store.InFlight) { t.Channel, t.Thread, t.ReplyTo = place.Channel, place.Thread, place.ReplyTo })
+	strike := ""
+	if m.strikeAtRecord {
+		strike = m.mail
+	}
+	if !f.save("record turn", func(t *store.InFlight) {
+		t.Channel, t.Thread, t.ReplyTo, t.Mail = place.Channel, place.Thread, place.ReplyTo, strike
+	}) {
+		d.takenLate(key, m) // as before: the turn runs, its mail struck on its own
+	}
+	f.mu.Lock()
+	f.t.Mail = "" // struck: the record's later writes strike nothing
+	f.mu.Unlock()
 	var answerMu sync.Mutex
 	var answer MessageRef // set by the reply's goroutine
 	answerRef := func() MessageRef {

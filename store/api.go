@@ -102,4 +102,18 @@ type InFlight struct {
 	// Replica names the replica running the turn ("" for a golem alone):
 	// only that replica, restarted, may stop its agent by process group.
 	Replica string `json:",omitempty"`
+	// Mail, set on a turn's first record, is the mailbox entry of the
+	// message the turn runs (core.Cluster's): a store that keeps the
+	// mailbox (see MailStriker) strikes it in the transaction that writes
+	// the record, so that a replica killed in between leaves either the
+	// mail, which the next owner runs, or the record, which it marks
+	// interrupted. It is not stored.
+	Mail string `json:"-"`
+}
+
+// MailStriker is a store that strikes InFlight.Mail as it records the
+// turn (etcdstore, once told where the mailbox is). StrikesMail false: the
+// caller strikes the mail itself.
+type MailStriker interface {
+	StrikesMail() bool
 }

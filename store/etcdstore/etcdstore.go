@@ -151,7 +151,8 @@ type Store struct {
 	ctx     context.Context // cancelled by Close
 	cancel  context.CancelFunc
 	fenceMu sync.RWMutex
-	fence   Fence // nil: no fence (a golem alone)
+	fence   Fence   // nil: no fence (a golem alone)
+	mailbox Mailbox // nil: BeginTurn strikes no mail (guarded by fenceMu too)
 
 	mu     sync.RWMutex // guards closed and adding to calls
 	closed bool
@@ -392,15 +393,6 @@ func (s *Store) keyTxn(ctx context.Context, key store.Key, cmps []clientv3.Cmp, 
 		// owned by none: try the second guard
 	}
 	return nil, store.ErrFenced
-}
-
-// putKey is put, fenced for key's records.
-func (s *Store) putKey(ctx context.Context, key store.Key, k string, value []byte) error {
-	if len(value) > store.MaxValue {
-		return fmt.Errorf("%w: %d bytes, at most %d", store.ErrTooLarge, len(value), store.MaxValue)
-	}
-	_, err := s.keyTxn(ctx, key, nil, []clientv3.Op{clientv3.OpPut(k, string(value))})
-	return err
 }
 
 // put is an unconditional write of one record.

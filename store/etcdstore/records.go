@@ -203,10 +203,47 @@ func (s *Store) BeginTurn(t store.InFlight) error {
 		return s.fail("begin turn", err)
 	}
 	defer cancel()
-	if err := s.putKey(ctx, t.Key, s.prefix+"turns/"+t.ID, raw); err != nil {
+	if len(raw) > store.MaxValue {
+		return s.fail("begin turn", fmt.Errorf("%w: %d bytes, at most %d", store.ErrTooLarge, len(raw), store.MaxValue))
+	}
+	ops := []clientv3.Op{clientv3.OpPut(s.prefix+"turns/"+t.ID, string(raw))}
+	if mk := s.mailKey(t); mk != "" {
+		ops = append(ops, clientv3.OpDelete(mk))
+	}
+	if _, err := s.keyTxn(ctx, t.Key, nil, ops); err != nil {
 		return s.fail("begin turn", err)
 	}
 	return nil
+}
+
+// Mailbox names the key of a message's mail in its conversation's mailbox
+// (package cluster's).
+type Mailbox func(key store.Key, mail string) string
+
+// SetMailbox has BeginTurn strike a turn's mail (store.InFlight.Mail) in
+// the transaction that records the turn. Set before the first turn.
+func (s *Store) SetMailbox(m Mailbox) {
+	s.fenceMu.Lock()
+	s.mailbox = m
+	s.fenceMu.Unlock()
+}
+
+// StrikesMail implements store.MailStriker.
+func (s *Store) StrikesMail() bool {
+	s.fenceMu.RLock()
+	defer s.fenceMu.RUnlock()
+	return s.mailbox != nil
+}
+
+// mailKey is the key of t's mail, "" for none to strike.
+func (s *Store) mailKey(t store.InFlight) string {
+	s.fenceMu.RLock()
+	m := s.mailbox
+	s.fenceMu.RUnlock()
+	if m == nil || t.Mail == "" {
+		return ""
+	}
+	return m(t.Key, t.Mail)
 }
 
 // EndTurn implements store.Turns.
