@@ -5,9 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/golem-chat/golem/internal/etcdtest"
 	"github.com/golem-chat/golem/store"
-	"github.com/golem-chat/golem/store/etcdstore"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -16,27 +14,12 @@ import (
 // lease is gone (a replica cut off long enough, whose late writes arrive
 // after it healed), it is refused even where nobody owns the conversation.
 func TestFencedWrites(t *testing.T) {
-	c := etcdtest.Start(t, 1)
-	s, err := etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints, Prefix: "fence"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	cli := s.Client()
+	f := newFenced(t, "fence")
+	s, cli, mine, theirs, owner, member := f.s, f.cli, f.mine, f.theirs, f.owner, f.member
 	ctx := context.Background()
-	grant := func() clientv3.LeaseID {
-		l, err := cli.Grant(ctx, 60)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l.ID
-	}
-	mine, theirs := grant(), grant()
-	const owner, member = "fence/cluster/owner/k", "fence/cluster/member/me"
 	if _, err := cli.Put(ctx, member, "", clientv3.WithLease(mine)); err != nil {
 		t.Fatal(err)
 	}
-	s.SetFence(func(store.Key) (string, string, clientv3.LeaseID, bool) { return owner, member, mine, true })
 	key := store.NewKey("rec", "", "C1", "")
 	save := func(model string) error { return s.SaveConversation(store.Conversation{Key: key, Model: model}) }
 

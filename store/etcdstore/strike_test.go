@@ -5,9 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/golem-chat/golem/internal/etcdtest"
 	"github.com/golem-chat/golem/store"
-	"github.com/golem-chat/golem/store/etcdstore"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -15,27 +13,12 @@ import (
 // transaction: the owner's leaves the record and no mail, a write another
 // replica's ownership refuses leaves the mail and no record.
 func TestBeginTurnStrikesItsMail(t *testing.T) {
-	c := etcdtest.Start(t, 1)
-	s, err := etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints, Prefix: "strike"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	cli := s.Client()
+	f := newFenced(t, "strike")
+	s, cli, mine, theirs, owner := f.s, f.cli, f.mine, f.theirs, f.owner
 	ctx := context.Background()
-	grant := func() clientv3.LeaseID {
-		l, err := cli.Grant(ctx, 60)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l.ID
-	}
-	mine, theirs := grant(), grant()
-	const owner, member = "strike/cluster/owner/k", "strike/cluster/member/me"
 	if _, err := cli.Put(ctx, owner, "me", clientv3.WithLease(mine)); err != nil {
 		t.Fatal(err)
 	}
-	s.SetFence(func(store.Key) (string, string, clientv3.LeaseID, bool) { return owner, member, mine, true })
 	if s.StrikesMail() {
 		t.Fatal("a store told of no mailbox says it strikes mail")
 	}

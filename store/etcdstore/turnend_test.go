@@ -20,27 +20,12 @@ import (
 // usage and record then kept on their own, since what the turn used counts
 // whoever owns the conversation now.
 func TestFinishTurnIsFenced(t *testing.T) {
-	c := etcdtest.Start(t, 1)
-	s, err := etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints, Prefix: "fence"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	cli := s.Client()
+	f := newFenced(t, "fence")
+	s, cli, mine, theirs, owner, member := f.s, f.cli, f.mine, f.theirs, f.owner, f.member
 	ctx := context.Background()
-	grant := func() clientv3.LeaseID {
-		l, err := cli.Grant(ctx, 60)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l.ID
-	}
-	mine, theirs := grant(), grant()
-	const owner, member = "fence/cluster/owner/k", "fence/cluster/member/me"
 	if _, err := cli.Put(ctx, member, "", clientv3.WithLease(mine)); err != nil {
 		t.Fatal(err)
 	}
-	s.SetFence(func(store.Key) (string, string, clientv3.LeaseID, bool) { return owner, member, mine, true })
 	key := store.NewKey("rec", "", "C1", "")
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	n := 0
