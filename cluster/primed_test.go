@@ -45,8 +45,7 @@ func TestALostLetGoKeepsNoPrimedRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := NewConversations(r, nil)
-	st.SetFence(c.Fence)
-	c.SetPrimer(st)
+	c.AttachStore(st)
 	c.Bind(newHost())
 	t.Cleanup(func() { c.Close(); r.Close() })
 

@@ -162,10 +162,7 @@ func (f *fleet) startWith(name string, ttl time.Duration, opts ...grpc.DialOptio
 		t.Fatal(err)
 	}
 	conv := cluster.NewConversations(r, nil)
-	st.SetFence(conv.Fence)
-	st.SetMailbox(conv.MailKey)
-	conv.SetSeen(st)
-	conv.SetPrimer(st)
+	conv.AttachStore(st)
 	d, err := core.NewDispatcher(core.Options{
 		Engines: map[string]engine.Engine{"claude-code": f.eng}, DefaultEngine: "claude-code",
 		Workspace: f.workspace, Allow: []string{"rec:*"}, Timeout: time.Minute, Store: st, Cluster: conv,

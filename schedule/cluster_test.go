@@ -85,7 +85,7 @@ func replicas(t *testing.T, log string, wrap func(*cluster.Conversations) core.C
 			t.Fatal(err)
 		}
 		conv := cluster.NewConversations(r, nil)
-		st.SetFence(conv.Fence)
+		conv.AttachStore(st)
 		var cl core.Cluster = conv
 		if wrap != nil {
 			cl = wrap(conv)

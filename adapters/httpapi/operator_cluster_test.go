@@ -69,7 +69,7 @@ func startOperatorReplicas(t *testing.T, names ...string) []opReplica {
 			t.Fatal(err)
 		}
 		conv := cluster.NewConversations(r, nil)
-		st.SetFence(conv.Fence)
+		conv.AttachStore(st)
 		d, err := core.NewDispatcher(core.Options{Engines: map[string]engine.Engine{"claude-code": eng}, DefaultEngine: "claude-code",
 			Workspace: dir, Allow: []string{"rec:*"}, Store: st, Cluster: conv, Logger: testLogger(t)})
 		if err != nil {

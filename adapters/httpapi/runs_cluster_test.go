@@ -78,7 +78,7 @@ func TestScheduledRunLosesClaimRace(t *testing.T) {
 			t.Fatal(err)
 		}
 		conv := cluster.NewConversations(r, nil)
-		st.SetFence(conv.Fence)
+		conv.AttachStore(st)
 		late := &lateOwner{Conversations: conv}
 		d, err := core.NewDispatcher(core.Options{Engines: map[string]engine.Engine{"claude-code": eng}, DefaultEngine: "claude-code",
 			Workspace: dir, Trusted: []string{"http"}, Timeout: time.Minute, Store: st, Cluster: late, Busy: core.BusyQueue, Logger: testLogger(t)})

@@ -43,10 +43,7 @@ func joinCluster(cfg config.Config, st store.Store, workspace string, log *slog.
 		log.Warn("bot doctor cannot check that the replicas share the workspace", "err", err)
 	}
 	convs := cluster.NewConversations(r, log)
-	es.SetFence(convs.Fence)     // a replica cut off from etcd never writes over its successor
-	es.SetMailbox(convs.MailKey) // a turn's mail is struck as its turn is recorded
-	convs.SetSeen(es)            // a message kept and its event id seen in one round trip
-	convs.SetPrimer(es)          // and its conversation's record read in it too
+	convs.AttachStore(es)
 	return membership{replica: r, etcd: r, convs: convs}, nil
 }
 
