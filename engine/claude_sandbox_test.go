@@ -118,7 +118,8 @@ func TestClaudeRealSandboxAllowlist(t *testing.T) {
 	f := newHostFixture(t)
 	c := newRealClaude(t)
 	c.home = f.home
-	sb := sandboxtest.New(t, sandbox.Config{AllowHosts: []string{hostOf(f.allowed)}}, sandbox.Options{Hide: []string{f.store}})
+	state := filepath.Join(f.store, "agent-state")
+	sb := sandboxtest.New(t, sandbox.Config{AllowHosts: []string{hostOf(f.allowed)}}, sandbox.Options{Hide: []string{f.store}, StateDir: state})
 	events, results := realSandboxRun(t, c, f, sb.Turn(sandbox.Config{}, sandbox.Place{Workdir: f.work}), f.work, "")
 	if got := textOf(events); !strings.Contains(got, sandboxDone) {
 		t.Fatalf("answer %q; events: %s", got, realDump(events))
@@ -134,8 +135,8 @@ func TestClaudeRealSandboxAllowlist(t *testing.T) {
 	if m, _ := filepath.Glob(filepath.Join(f.home, ".claude", "projects", "*", "*.jsonl")); len(m) == 0 {
 		t.Errorf("no session file in %s/.claude/projects", f.home)
 	}
-	if _, err := os.Stat(filepath.Join(f.home, ".claude", ".claude.json")); err != nil {
-		t.Errorf("Claude Code's global file was not written in its state folder: %v", err)
+	if m, _ := filepath.Glob(filepath.Join(state, "*", "*-claude", ".claude.json")); len(m) != 1 {
+		t.Errorf("Claude Code's global file was not written in the working directory's own state folder: %v", m)
 	}
 }
 
@@ -232,5 +233,134 @@ func TestClaudeRealSandboxWorktree(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(f.work, "README")); string(b) != "work" {
 		t.Errorf("the main checkout's README holds %q", b)
+	}
+}
+
+// TestClaudeRealSandboxStateOfItsOwn: each working directory's Claude Code
+// has a config folder of its own inside the sandbox. The operator's
+// settings and CLAUDE.md reach the CLI and cannot be changed; another
+// working directory's transcripts and todos, and the other folders'
+// entries in the global file, are not there; what the agent makes in the
+// folder stays its own, for its next turn and not the next conversation's;
+// its sessions are where the terminal finds them, and resume.
+func TestClaudeRealSandboxStateOfItsOwn(t *testing.T) {
+	t.Parallel()
+	f := newHostFixture(t)
+	c := newRealClaude(t)
+	c.home = f.home
+	cfg := filepath.Join(f.home, ".claude")
+	operator := map[string]string{
+		filepath.Join(cfg, "settings.json"):                         `{"env":{"SETTINGS_MARK":"from the operator's settings"}}`,
+		filepath.Join(cfg, "CLAUDE.md"):                             "OPERATOR-INSTRUCTIONS",
+		filepath.Join(cfg, "agents", "reviewer.md"):                 "---\nname: reviewer\ndescription: Reviews.\n---\nReview.",
+		filepath.Join(cfg, "projects", "-elsewhere", "their.jsonl"): `{"type":"user","message":{"role":"user","content":"THEIR-TRANSCRIPT"}}`,
+		filepath.Join(cfg, "todos", "their-todo.json"):              "THEIR-TODO",
+		filepath.Join(f.home, ".claude.json"):                       `{"userID":"the-operator","projects":{"/elsewhere":{"mcpServers":{"x":{"command":"THEIR-MCP"}}}}}`,
+	}
+	for path, body := range operator {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mine, theirs := filepath.Join(f.work, "mine"), filepath.Join(f.work, "theirs")
+	for _, d := range []string{mine, theirs} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sb := sandboxtest.New(t, sandbox.Config{}, sandbox.Options{Hide: []string{f.store}, StateDir: filepath.Join(f.store, "agent-state")})
+	// turn runs one prompt in workdir whose model runs probe in Bash, and
+	// returns the run's events and the probe's sections.
+	turn := func(name, workdir, session, probe string) ([]parser.Event, map[string]string) {
+		t.Helper()
+		c.srv.Handle(name, func(r *anthropictest.Request) anthropictest.Reply {
+			if r.Step() == 0 {
+				return anthropictest.Reply{Blocks: []anthropictest.Block{
+					anthropictest.ToolUse("toolu_"+name, "Bash", map[string]string{"command": probe + "\ntrue", "description": "Probe"})}}
+			}
+			return anthropictest.Text(sandboxDone)
+		})
+		events := c.run(t, c.newEngine(name, engine.Config{}), engine.Turn{Prompt: "Probe.", Workdir: workdir, SessionID: session,
+			Mode: engine.ModeBypass, Sandbox: sb.Turn(sandbox.Config{}, sandbox.Place{Workdir: workdir})})
+		if got := textOf(events); !strings.Contains(got, sandboxDone) {
+			t.Fatalf("%s: answer %q; events: %s", name, got, realDump(events))
+		}
+		var out string
+		for _, req := range c.srv.MessageRequests(name) {
+			for _, res := range req.ToolResults() {
+				out += res.ResultText()
+			}
+		}
+		return events, sections(out)
+	}
+	mark := func(name string) string { return "echo '" + probeMark + name + "'; " }
+
+	events, s := turn("first", mine, "", strings.Join([]string{
+		mark("projects") + "ls -A $CLAUDE_CONFIG_DIR/projects",
+		mark("theirs") + "cat $CLAUDE_CONFIG_DIR/projects/-elsewhere/their.jsonl $CLAUDE_CONFIG_DIR/todos/their-todo.json 2>&1",
+		mark("global") + "cat $CLAUDE_CONFIG_DIR/.claude.json",
+		mark("operator") + `echo "$SETTINGS_MARK"; cat $CLAUDE_CONFIG_DIR/CLAUDE.md $CLAUDE_CONFIG_DIR/agents/reviewer.md`,
+		mark("plant") + `echo '{"hooks":{}}' > $CLAUDE_CONFIG_DIR/settings.json; echo x >> $CLAUDE_CONFIG_DIR/CLAUDE.md; echo x > $CLAUDE_CONFIG_DIR/agents/evil.md`,
+		mark("own") + "mkdir $CLAUDE_CONFIG_DIR/commands && echo PLANTED > $CLAUDE_CONFIG_DIR/commands/evil.md && echo made",
+	}, "\n"))
+	own := engine.ClaudeProjectName(mine)
+	if got := strings.Fields(s["projects"]); len(got) != 1 || got[0] != own {
+		t.Errorf("projects/ inside holds %q, want only %s", got, own)
+	}
+	if strings.Contains(s["theirs"], "THEIR-") {
+		t.Errorf("the agent read another folder's transcript or todos: %q", s["theirs"])
+	}
+	if strings.Contains(s["global"], "THEIR-MCP") || !strings.Contains(s["global"], "the-operator") {
+		t.Errorf("the global file inside: %q; want the operator's without the other folders' projects", s["global"])
+	}
+	if !strings.Contains(s["operator"], "from the operator's settings") || !strings.Contains(s["operator"], "OPERATOR-INSTRUCTIONS") ||
+		!strings.Contains(s["operator"], "Review.") {
+		t.Errorf("the operator's settings, CLAUDE.md and agents inside: %q", s["operator"])
+	}
+	if n := strings.Count(s["plant"], "Read-only file system"); n != 3 {
+		t.Errorf("changing the operator's settings, CLAUDE.md and agents: %q; want three read-only errors", s["plant"])
+	}
+	if strings.TrimSpace(s["own"]) != "made" {
+		t.Errorf("a folder of the agent's own in its config folder: %q", s["own"])
+	}
+	if !strings.Contains(string(c.srv.MessageRequests("first")[0].Body), "OPERATOR-INSTRUCTIONS") {
+		t.Error("the operator's CLAUDE.md did not reach the model")
+	}
+	for path, body := range operator {
+		if b, err := os.ReadFile(path); err != nil || string(b) != body {
+			t.Errorf("%s holds %q, %v", path, b, err)
+		}
+	}
+	for _, p := range []string{filepath.Join(cfg, "agents", "evil.md"), filepath.Join(cfg, "commands"), filepath.Join(cfg, ".claude.json")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s was made in the operator's config folder", p)
+		}
+	}
+	first := realDone(t, events)
+	sessions, err := c.newEngine("first", engine.Config{}).Sessions(mine, 1)
+	if err != nil || len(sessions) != 1 || sessions[0].ID != first.SessionID {
+		t.Errorf("the terminal's sessions of %s: %+v, %v; want %s", mine, sessions, err, first.SessionID)
+	}
+
+	events, s = turn("again", mine, first.SessionID, mark("own")+"cat $CLAUDE_CONFIG_DIR/commands/evil.md 2>&1")
+	if d := realDone(t, events); d.SessionID != first.SessionID {
+		t.Errorf("the next turn ended with session %s, want %s resumed", d.SessionID, first.SessionID)
+	}
+	if strings.TrimSpace(s["own"]) != "PLANTED" {
+		t.Errorf("the folder's own file in its next turn: %q", s["own"])
+	}
+
+	_, s = turn("theirs", theirs, "", strings.Join([]string{
+		mark("projects") + "ls -A $CLAUDE_CONFIG_DIR/projects",
+		mark("planted") + "cat $CLAUDE_CONFIG_DIR/commands/evil.md 2>&1",
+	}, "\n"))
+	if got := strings.Fields(s["projects"]); len(got) != 1 || got[0] != engine.ClaudeProjectName(theirs) {
+		t.Errorf("another conversation's projects/ inside holds %q", got)
+	}
+	if strings.Contains(s["planted"], "PLANTED") {
+		t.Errorf("another conversation's CLI saw what the first one's agent made: %q", s["planted"])
 	}
 }

@@ -17,7 +17,7 @@ var claudeCodeSpec = Spec{
 	// DISABLE_TELEMETRY, ...), and IS_SANDBOX, which lets root skip its
 	// permission checks.
 	Env: []string{"ANTHROPIC_*", "CLAUDE_*", "DISABLE_*", "IS_SANDBOX", "MAX_THINKING_TOKENS", "BASH_*_TIMEOUT_MS"},
-	Sandbox: SandboxNeeds{State: claudeState, BaseURLEnv: []string{"ANTHROPIC_BASE_URL"},
+	Sandbox: SandboxNeeds{Private: claudePrivate, BaseURLEnv: []string{"ANTHROPIC_BASE_URL"},
 		APIHosts: []string{"api.anthropic.com:443", "console.anthropic.com:443"}},
 	NewSettings: func() Settings { return &ClaudeCodeSettings{} },
 	Credentials: Credentials{

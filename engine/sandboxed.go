@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"net"
@@ -18,6 +19,10 @@ type SandboxNeeds struct {
 	// writes, and variables the sandboxed CLI gets to keep it there, for
 	// the child's environment as getenv reads it.
 	State func(getenv func(string) string) (dirs, env []string)
+	// Private, when set, returns the state folders the CLI working in
+	// workdir has one of its own inside the sandbox, and variables that
+	// keep its state in them.
+	Private func(getenv func(string) string, workdir string) ([]sandbox.Private, []string)
 	// BaseURLEnv are the variables that point the CLI at another model
 	// API; APIHosts (host:port) are those it calls without them.
 	BaseURLEnv []string
@@ -39,29 +44,68 @@ func homeDirs(rel ...string) func(func(string) string) ([]string, []string) {
 	}
 }
 
-// claudeState is Claude Code's state: its config folder (CLAUDE_CONFIG_DIR,
-// default ~/.claude). Claude Code replaces its global file ~/.claude.json
-// by writing a temporary file beside it and renaming it over: a file bound
-// into the sandbox alone cannot be renamed over, and $HOME stays
-// read-only. So inside the sandbox CLAUDE_CONFIG_DIR is ~/.claude, where
-// Claude Code keeps that file as ~/.claude/.claude.json, in a folder it
-// may write; the first sandboxed run starts it as a copy of ~/.claude.json.
-func claudeState(getenv func(string) string) ([]string, []string) {
-	if dir := getenv("CLAUDE_CONFIG_DIR"); dir != "" {
-		return []string{dir}, nil
-	}
-	home := getenv("HOME")
-	if home == "" {
-		return nil, nil
-	}
-	dir := filepath.Join(home, ".claude")
-	inside := filepath.Join(dir, ".claude.json")
-	if _, err := os.Lstat(inside); errors.Is(err, fs.ErrNotExist) {
-		if b, err := os.ReadFile(filepath.Join(home, ".claude.json")); err == nil && os.MkdirAll(dir, 0o700) == nil {
-			os.WriteFile(inside, b, 0o600)
+// claudePrivate is Claude Code's state: its config folder
+// (CLAUDE_CONFIG_DIR, default ~/.claude), one of its own for each working
+// directory inside the sandbox. Shared, it let every conversation's agent
+// read the others' transcripts (projects/, file-history/, todos/) and
+// plant what the next conversation's CLI runs: hooks in settings.json, a
+// CLAUDE.md, an MCP server in the global file's projects.
+//
+// Inside, CLAUDE_CONFIG_DIR is the config folder, where Claude Code keeps
+// its global file too, as .claude.json (it replaces that file by a
+// rename, which a file bound alone would refuse; $HOME stays read-only).
+// The working directory's own folder starts that file as a copy of the
+// real one without its projects (the other folders' settings); the real
+// folder's settings, instructions, commands, agents, skills, hooks and
+// plugins show read-only, and its login and the working directory's
+// sessions writable: a refreshed login reaches every conversation, and
+// the terminal lists and continues the chat's sessions as its own.
+func claudePrivate(getenv func(string) string, workdir string) ([]sandbox.Private, []string) {
+	dir, global := getenv("CLAUDE_CONFIG_DIR"), ""
+	if dir != "" {
+		global = filepath.Join(dir, ".claude.json")
+	} else {
+		home := getenv("HOME")
+		if home == "" {
+			return nil, nil
+		}
+		dir = filepath.Join(home, ".claude")
+		global = filepath.Join(home, ".claude.json")
+		if _, err := os.Stat(global); err != nil {
+			global = filepath.Join(dir, ".claude.json") // where earlier sandboxed runs kept it
 		}
 	}
-	return []string{dir}, []string{"CLAUDE_CONFIG_DIR=" + dir}
+	p := sandbox.Private{
+		Dir: dir,
+		Shared: []string{"settings.json", "CLAUDE.md", "agents", "commands", "skills", "hooks", "output-styles",
+			"rules", "plugins", "workflows", "keybindings.json"},
+		Through: []sandbox.Through{{Path: ".credentials.json"},
+			{Path: filepath.Join("projects", ClaudeProjectName(realDir(workdir))), Dir: true}},
+		Seed: func(own *os.Root) error { return seedClaudeGlobal(own, global) },
+	}
+	return []sandbox.Private{p}, []string{"CLAUDE_CONFIG_DIR=" + dir}
+}
+
+// seedClaudeGlobal starts own's .claude.json, where there is none, as a
+// copy of the real global file without its projects; none where that
+// file is missing or not JSON (the CLI then makes its own).
+func seedClaudeGlobal(own *os.Root, global string) error {
+	if _, err := own.Lstat(".claude.json"); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	b, err := os.ReadFile(global)
+	if err != nil {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	delete(m, "projects")
+	if b, err = json.Marshal(m); err != nil {
+		return err
+	}
+	return own.WriteFile(".claude.json", b, 0o600)
 }
 
 // xdgDirs is OpenCode's state: its folders in the XDG data, config, cache
@@ -86,7 +130,7 @@ func xdgDirs(name string) func(func(string) string) ([]string, []string) {
 }
 
 // wrap returns cmd's sandboxed form in turn's sandbox.
-func (c *cli) wrap(sb *sandbox.Turn, path string, args, env []string) (*sandbox.Jail, error) {
+func (c *cli) wrap(sb *sandbox.Turn, path, workdir string, args, env []string) (*sandbox.Jail, error) {
 	spec, _ := Find(c.name)
 	getenv := func(name string) string { return lookupEnv(env, name) }
 	need := spec.Sandbox
@@ -94,13 +138,20 @@ func (c *cli) wrap(sb *sandbox.Turn, path string, args, env []string) (*sandbox.
 	if need.State != nil {
 		state, stateEnv = need.State(getenv)
 	}
+	var private []sandbox.Private
+	if need.Private != nil {
+		var more []string
+		private, more = need.Private(getenv, workdir)
+		stateEnv = append(stateEnv, more...)
+	}
 	hosts := need.APIHosts
 	for _, k := range need.BaseURLEnv {
 		if h := urlHost(getenv(k)); h != "" {
 			hosts = append([]string{h}, hosts...)
 		}
 	}
-	return sb.Wrap(sandbox.Command{Path: path, Args: args, Env: env, State: state, StateEnv: stateEnv, APIHosts: hosts})
+	return sb.Wrap(sandbox.Command{Path: path, Args: args, Env: env, State: state, StateEnv: stateEnv,
+		Private: private, APIHosts: hosts})
 }
 
 // urlHost returns a base URL's host:port ("" for none).

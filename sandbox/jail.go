@@ -30,6 +30,9 @@ type Command struct {
 	// those folders.
 	State    []string
 	StateEnv []string
+	// Private are the state folders each working directory has one of
+	// its own inside the sandbox (see Private).
+	Private []Private
 	// APIHosts are the host:port of its model API, which network:
 	// allowlist lets through besides allow_hosts.
 	APIHosts []string
@@ -195,6 +198,11 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 			}
 		}
 		b.bind(st)
+	}
+	for _, p := range c.Private {
+		if err := t.private(&b, p, pl.Workdir, home); err != nil {
+			return nil, err
+		}
 	}
 	for _, w := range t.policy.Writable {
 		if _, err := os.Stat(w); err != nil {
@@ -426,6 +434,9 @@ func (j *Jail) Close() {
 type builder struct {
 	args                  []string
 	binds, masks, roBinds []string
+	// from is where a bind's source is, by its path inside, where the
+	// two differ (a working directory's own state folder).
+	from map[string]string
 }
 
 // mask hides p: a folder becomes an empty read-only one, a file an empty
@@ -457,6 +468,35 @@ func (b *builder) bind(p string) {
 	if p != "" && !slices.Contains(b.binds, p) {
 		b.binds = append(b.binds, p)
 	}
+}
+
+// bindFrom makes src writable at dst.
+func (b *builder) bindFrom(src, dst string) {
+	b.source(src, dst)
+	b.bind(dst)
+}
+
+// roBindFrom shows src read-only at dst.
+func (b *builder) roBindFrom(src, dst string) {
+	b.source(src, dst)
+	b.roBind(dst)
+}
+
+func (b *builder) source(src, dst string) {
+	if src != dst {
+		if b.from == nil {
+			b.from = map[string]string{}
+		}
+		b.from[dst] = src
+	}
+}
+
+// src is the host path a bind at p shows.
+func (b *builder) src(p string) string {
+	if s, ok := b.from[p]; ok {
+		return s
+	}
+	return p
 }
 
 // installRoot is the folder to show for a CLI at p: a Node CLI's whole
@@ -492,7 +532,7 @@ func (b *builder) emit() {
 	}
 	binds := byDepth(b.binds)
 	for _, p := range binds {
-		b.args = append(b.args, "--bind", p, p)
+		b.args = append(b.args, "--bind", b.src(p), p)
 	}
 	var late []string
 	for _, m := range byDepth(b.masks) {
@@ -507,12 +547,12 @@ func (b *builder) emit() {
 		}
 		for _, p := range binds {
 			if p != m && within(p, m) {
-				b.args = append(b.args, "--bind", p, p)
+				b.args = append(b.args, "--bind", b.src(p), p)
 			}
 		}
 	}
 	for _, p := range b.roBinds {
-		b.args = append(b.args, "--ro-bind", p, p)
+		b.args = append(b.args, "--ro-bind", b.src(p), p)
 	}
 	b.args = append(b.args, late...)
 }

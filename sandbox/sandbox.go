@@ -13,8 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -149,6 +151,10 @@ type Options struct {
 	// Hide are paths no agent may see: golem's store folder, its
 	// configuration file, any file golem was started with secrets in.
 	Hide []string
+	// StateDir is where golem keeps the CLI state each working
+	// directory has of its own (see Private), hidden from every agent
+	// like the store; "" for one in the temporary folder.
+	StateDir string
 	// Channels are the channels' sandbox sections, to check that what
 	// they ask for can work (a channel with mode: on).
 	Channels map[string]Config
@@ -163,7 +169,9 @@ type Sandbox struct {
 	cfg  Config
 	st   Status
 	hide []string
-	log  *slog.Logger
+	// stateDir is Options.StateDir, absolute.
+	stateDir string
+	log      *slog.Logger
 	// Off says why agents run unsandboxed by mode auto ("" when they do
 	// not).
 	off string
@@ -199,6 +207,14 @@ func New(ctx context.Context, cfg Config, o Options) (*Sandbox, error) {
 			}
 		}
 	}
+	s.stateDir = o.StateDir
+	if s.stateDir == "" {
+		s.stateDir = filepath.Join(os.TempDir(), "golem-agent-state-"+strconv.Itoa(os.Getuid()))
+	}
+	if abs, err := filepath.Abs(s.stateDir); err == nil {
+		s.stateDir = abs
+	}
+	s.hide = append(s.hide, s.stateDir)
 	modes := map[Mode]string{} // which key asks for each mode
 	each := func(key string, c Config) {
 		if _, ok := modes[c.Mode]; !ok {

@@ -80,6 +80,13 @@ func run(t *testing.T, turn *Turn, env []string, script string) (string, error) 
 		t.Fatal(err)
 	}
 	defer j.Close()
+	return runJail(t, j)
+}
+
+// runJail runs j's command to its end and returns what it printed and
+// its error.
+func runJail(t *testing.T, j *Jail) (string, error) {
+	t.Helper()
 	cmd := exec.Command(j.Path, j.Args...)
 	cmd.Env = j.Env
 	cmd.ExtraFiles = j.Extra
@@ -89,7 +96,7 @@ func run(t *testing.T, turn *Turn, env []string, script string) (string, error) 
 		t.Fatal(err)
 	}
 	j.AfterStart()
-	err = cmd.Wait()
+	err := cmd.Wait()
 	if !j.Started() {
 		t.Fatalf("the sandbox did not start: %s", out.String())
 	}

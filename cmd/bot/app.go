@@ -231,14 +231,20 @@ func newWorkdirs(cfg config.Config, log *slog.Logger, workspace string, channels
 }
 
 // newSandbox probes bubblewrap once and returns golem's sandbox: what no
-// agent sees is the store's folder (the worktrees come back one by one),
-// the configuration file and the files it names secrets in.
+// agent sees is the store's folder (the worktrees and each working
+// directory's own CLI state come back one by one), the configuration file
+// and the files it names secrets in.
 func newSandbox(cfg config.Config, log *slog.Logger) (*sandbox.Sandbox, error) {
 	channels := map[string]sandbox.Config{}
 	for k, ch := range cfg.Channels {
 		channels[k] = ch.Sandbox
 	}
-	sb, err := sandbox.New(context.Background(), cfg.Sandbox, sandbox.Options{Hide: sandboxHidden(cfg), Channels: channels, Logger: log})
+	state, err := dataPath(cfg, "agent-state")
+	if err != nil {
+		return nil, err
+	}
+	sb, err := sandbox.New(context.Background(), cfg.Sandbox, sandbox.Options{Hide: sandboxHidden(cfg), StateDir: state,
+		Channels: channels, Logger: log})
 	if err == nil && sb.Off() == "" {
 		log.Info("sandbox: agents run in bubblewrap", "bwrap", sb.Status().Bwrap, "network", cfg.Sandbox.Network)
 	}

@@ -11,12 +11,16 @@ import (
 	"github.com/golem-chat/golem/sandbox"
 )
 
-// New returns golem's sandbox for cfg (mode on when cfg says none).
+// New returns golem's sandbox for cfg (mode on when cfg says none),
+// keeping the CLIs' own state in a folder of the test's where o names none.
 func New(t testing.TB, cfg sandbox.Config, o sandbox.Options) *sandbox.Sandbox {
 	t.Helper()
 	Require(t)
 	if cfg.Mode == "" {
 		cfg.Mode = sandbox.ModeOn
+	}
+	if o.StateDir == "" {
+		o.StateDir = Dir(t)
 	}
 	s, err := sandbox.New(context.Background(), cfg, o)
 	if err != nil {

@@ -1,0 +1,193 @@
+package sandbox
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Private is a folder a CLI keeps its state in that every working
+// directory has one of its own, inside the sandbox: Claude Code's
+// ~/.claude, where one shared folder would let each conversation's agent
+// read the others' transcripts and plant settings, hooks or instructions
+// that the next conversation's CLI runs.
+//
+// Inside, Dir is the working directory's own folder (kept in
+// Options.StateDir), writable; in it, what the real Dir holds of Shared
+// shows read-only, and of Through writable. Nothing else of the real
+// Dir is seen.
+type Private struct {
+	Dir string // the folder as the CLI names it, absolute
+	// Shared are the entries of the real Dir that every conversation's
+	// CLI reads and none may change: its settings, hooks, instructions,
+	// commands. A missing one is missing inside too, and one the agent
+	// makes is its own folder's.
+	Shared []string
+	// Through are paths below the real Dir shown writable: what is
+	// shared on purpose, such as the login (a refreshed token must
+	// reach every conversation) and the working directory's own
+	// sessions (the terminal reads and continues them). A missing file
+	// is left out; a missing folder is made.
+	Through []Through
+	// Seed, when set, is called with the working directory's own folder
+	// before each run, to start what the CLI expects in it (Claude
+	// Code's global file). own is an os.Root: the agent writes that
+	// folder, and a symlink it left must not lead golem elsewhere.
+	Seed func(own *os.Root) error
+}
+
+// Through is a path below a Private folder's real Dir shown writable.
+type Through struct {
+	Path string // relative to Dir
+	Dir  bool   // a folder, made where missing; else a file, left out where missing
+}
+
+// stateKey names a working directory's folder in Options.StateDir: its
+// path's SHA-256, cut to 128 bits, so that no conversation id or odd
+// path reaches a file name.
+func stateKey(workdir string) string {
+	sum := sha256.Sum256([]byte(filepath.Clean(workdir)))
+	return hex.EncodeToString(sum[:16])
+}
+
+// private mounts p for a turn whose CLI works in workdir: the working
+// directory's own folder over p.Dir, then p's shared and through
+// entries from the real p.Dir.
+func (t *Turn) private(b *builder, p Private, workdir, home string) error {
+	real := filepath.Clean(p.Dir)
+	base := strings.TrimPrefix(filepath.Base(real), ".")
+	dirKey := sha256.Sum256([]byte(real))
+	own := filepath.Join(t.s.stateDir, stateKey(workdir), hex.EncodeToString(dirKey[:4])+"-"+base)
+	if err := os.MkdirAll(own, 0o700); err != nil {
+		return fmt.Errorf("sandbox: make the CLI's own state folder: %w", err)
+	}
+	root, err := os.OpenRoot(own)
+	if err != nil {
+		return fmt.Errorf("sandbox: open the CLI's own state folder: %w", err)
+	}
+	defer root.Close()
+	if p.Seed != nil {
+		if err := p.Seed(root); err != nil {
+			return fmt.Errorf("sandbox: start the CLI's own state: %w", err)
+		}
+	}
+	b.bindFrom(own, real)
+	for _, name := range p.Shared {
+		src, ok := t.shareable(filepath.Join(real, name), real, home)
+		if !ok {
+			clearPlaceholder(root, name)
+			continue
+		}
+		fitMountPoint(root, name, isDir(src))
+		b.roBindFrom(src, filepath.Join(real, name))
+	}
+	for _, th := range p.Through {
+		path := filepath.Join(real, th.Path)
+		if !within(path, real) || path == real {
+			continue
+		}
+		if th.Dir {
+			if err := os.MkdirAll(path, 0o700); err != nil {
+				return fmt.Errorf("sandbox: make the CLI's folder %s: %w", path, err)
+			}
+		}
+		src, ok := t.shareable(path, real, home)
+		if !ok || isDir(src) != th.Dir {
+			clearPlaceholder(root, th.Path)
+			continue
+		}
+		fitMountPoint(root, th.Path, th.Dir)
+		b.bindFrom(src, path)
+	}
+	return nil
+}
+
+// shareable returns what to show of the real path p, a file or folder:
+// p itself, or where its symlink leads if that is outside dir and
+// outside everything hidden (a link to bot.yaml, bound over its mask,
+// would show it). ok is false for a missing p, or one that is neither a
+// file nor a folder.
+func (t *Turn) shareable(p, dir, home string) (string, bool) {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return "", false
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		target, err := filepath.EvalSymlinks(p)
+		if err != nil || within(target, dir) || t.hidden(target, home) {
+			t.s.log.Warn("sandbox: a symlink in the CLI's state folder is not shown to the agent", "path", p)
+			return "", false
+		}
+		p = target
+		if fi, err = os.Stat(p); err != nil {
+			return "", false
+		}
+	}
+	if !fi.IsDir() && !fi.Mode().IsRegular() {
+		return "", false
+	}
+	return p, true
+}
+
+// hidden reports whether p is in something no agent may see: golem's own
+// files, its state folder, a credential in home.
+func (t *Turn) hidden(p, home string) bool {
+	in := func(dirs []string) bool {
+		return slices.ContainsFunc(dirs, func(d string) bool { return within(p, d) })
+	}
+	if in(t.s.hide) || in(hidden) || within(p, t.s.stateDir) {
+		return true
+	}
+	if home != "" && home != "/" {
+		for _, rel := range credentials {
+			if within(p, filepath.Join(home, rel)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fitMountPoint makes what bubblewrap mounts name on in own the right
+// kind: what is there of another kind (a folder where a file is shared,
+// a symlink the agent left in the way) goes, and the folders above it
+// are made, so that the mount neither fails nor follows a link.
+func fitMountPoint(own *os.Root, name string, dir bool) {
+	parts := strings.Split(filepath.Clean(name), string(filepath.Separator))
+	for i := range parts {
+		p := filepath.Join(parts[:i+1]...)
+		fi, err := own.Lstat(p)
+		last := i == len(parts)-1
+		if err == nil && (fi.Mode()&fs.ModeSymlink != 0 || (!last || dir) != fi.IsDir()) {
+			own.RemoveAll(p)
+		}
+	}
+	if dir {
+		own.MkdirAll(name, 0o700)
+		return
+	}
+	own.MkdirAll(filepath.Dir(name), 0o700)
+	if f, err := own.OpenFile(name, os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+		f.Close()
+	}
+}
+
+// clearPlaceholder removes the empty file or folder a mount of name left
+// in own once the real one is gone: an empty settings.json would not
+// parse. What the agent wrote there itself stays.
+func clearPlaceholder(own *os.Root, name string) {
+	fi, err := own.Lstat(name)
+	if err != nil {
+		return
+	}
+	if fi.Mode().IsRegular() && fi.Size() == 0 {
+		own.Remove(name)
+	} else if fi.IsDir() {
+		own.Remove(name) // only when empty
+	}
+}

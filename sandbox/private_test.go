@@ -1,0 +1,106 @@
+package sandbox
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPrivate: a Private state folder is the working directory's own
+// inside: the real folder's shared entries read-only, its through
+// entries writable (a write reaches the real file), nothing else of it;
+// what the agent makes stays in the working directory's folder, seen by
+// its next turn and not by another working directory's; a symlink to a
+// hidden file is not shown; a shared entry the operator removed or
+// added later is followed, whatever the agent left in its place.
+func TestPrivate(t *testing.T) {
+	f := newFixture(t)
+	real := filepath.Join(f.home, ".cli")
+	for path, body := range map[string]string{
+		filepath.Join(real, "shared.conf"):             "operator settings",
+		filepath.Join(real, "login.json"):              "old token",
+		filepath.Join(real, "sessions", "a", "s1.log"): "a's session",
+		filepath.Join(real, "sessions", "b", "s2.log"): "b's session",
+		filepath.Join(real, "history"):                 "every prompt",
+	} {
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(f.config, filepath.Join(real, "linked.conf")); err != nil {
+		t.Fatal(err)
+	}
+	var logged logs
+	state := filepath.Join(f.store, "agent-state")
+	s := need(t, Config{Network: None}, Options{Hide: []string{f.store, f.config}, StateDir: state,
+		Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	a, b := filepath.Join(f.work, "a"), filepath.Join(f.work, "b")
+	os.MkdirAll(a, 0o755)
+	os.MkdirAll(b, 0o755)
+	in := func(workdir, script string) string {
+		t.Helper()
+		p := Private{Dir: real, Shared: []string{"shared.conf", "linked.conf", "later.conf"},
+			Through: []Through{{Path: "login.json"}, {Path: filepath.Join("sessions", filepath.Base(workdir)), Dir: true}},
+			Seed: func(own *os.Root) error {
+				if _, err := own.Lstat("seeded"); err == nil {
+					return nil
+				}
+				return own.WriteFile("seeded", []byte("seeded by golem"), 0o600)
+			}}
+		turn := s.Turn(Config{}, Place{Workdir: workdir})
+		j, err := turn.Wrap(Command{Path: "/bin/sh", Args: []string{"-c", script}, Env: f.env, Private: []Private{p}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		out, _ := runJail(t, j)
+		return out
+	}
+	out := in(a, `cd $HOME/.cli
+cat shared.conf; echo
+echo x > shared.conf 2>&1 || echo shared-readonly
+cat linked.conf history sessions/b/s2.log 2>&1
+cat sessions/a/s1.log; echo
+echo new token > login.json
+echo mine > mine.txt && cat seeded && echo
+ln -s /etc/hostname later.conf
+ls -A`)
+	for _, want := range []string{"operator settings", "shared-readonly", "a's session", "seeded by golem"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the first turn's output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, secret := range []string{"xoxb-secret", "every prompt", "b's session"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("the agent saw %q:\n%s", secret, out)
+		}
+	}
+	if !strings.Contains(logged.String(), "symlink") {
+		t.Errorf("no warning of the symlink not shown: %s", logged.String())
+	}
+	for path, want := range map[string]string{filepath.Join(real, "login.json"): "new token\n", filepath.Join(real, "shared.conf"): "operator settings"} {
+		if got, _ := os.ReadFile(path); string(got) != want {
+			t.Errorf("%s holds %q, want %q", path, got, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(real, "mine.txt")); err == nil {
+		t.Error("what the agent made landed in the real folder")
+	}
+
+	if out := in(b, "cat $HOME/.cli/mine.txt 2>&1; ls -A $HOME/.cli/sessions"); strings.Contains(out, "mine\n") || strings.TrimSpace(strings.Split(out, "\n")[1]) != "b" {
+		t.Errorf("another working directory's turn: %q; want neither a's file nor a's sessions", out)
+	}
+
+	os.Remove(filepath.Join(real, "shared.conf"))
+	os.WriteFile(filepath.Join(real, "later.conf"), []byte("added later"), 0o644)
+	out = in(a, "cd $HOME/.cli; cat mine.txt later.conf; echo; ls -A")
+	if !strings.Contains(out, "mine\nadded later") {
+		t.Errorf("a's next turn: %q; want its own file and the operator's later one", out)
+	}
+	if strings.Contains(out, "shared.conf") {
+		t.Errorf("a removed shared entry left its mount point behind: %q", out)
+	}
+}
