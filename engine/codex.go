@@ -20,7 +20,7 @@ var codexSpec = Spec{
 	Capabilities: Capabilities{PermissionModes: []string{string(ModePlan)}},
 	NewParser:    parser.NewCodex,
 	Env:          []string{"OPENAI_*", "CODEX_*"},
-	Sandbox: SandboxNeeds{State: codexState, BaseURLEnv: []string{"OPENAI_BASE_URL"},
+	Sandbox: SandboxNeeds{Private: codexPrivate, BaseURLEnv: []string{"OPENAI_BASE_URL"},
 		APIHosts: []string{"api.openai.com:443", "chatgpt.com:443", "auth.openai.com:443"}},
 	NewSettings: func() Settings { return &CodexSettings{} },
 	Credentials: Credentials{
@@ -129,11 +129,3 @@ func (e *Codex) Lookup() (string, error) { return e.cli.lookup() }
 
 // Run implements Engine.
 func (e *Codex) Run(ctx context.Context, t Turn) (*Run, error) { return e.cli.run(ctx, t) }
-
-// codexState is Codex's state: CODEX_HOME, default ~/.codex.
-func codexState(getenv func(string) string) ([]string, []string) {
-	if dir := getenv("CODEX_HOME"); dir != "" {
-		return []string{dir}, nil
-	}
-	return homeDirs(".codex")(getenv)
-}

@@ -16,7 +16,7 @@ var geminiSpec = Spec{
 	Capabilities: Capabilities{PermissionModes: []string{string(ModeAcceptEdits), string(ModePlan)}},
 	NewParser:    parser.NewGemini,
 	Env:          []string{"GEMINI_*", "GOOGLE_GEMINI_*", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_GENAI_USE_VERTEXAI"},
-	Sandbox: SandboxNeeds{State: homeDirs(".gemini"), BaseURLEnv: []string{"GOOGLE_GEMINI_BASE_URL"},
+	Sandbox: SandboxNeeds{Private: geminiPrivate, BaseURLEnv: []string{"GOOGLE_GEMINI_BASE_URL"},
 		APIHosts: []string{"generativelanguage.googleapis.com:443", "cloudcode-pa.googleapis.com:443", "oauth2.googleapis.com:443"}},
 	NewSettings: func() Settings { return &GeminiSettings{} },
 	Credentials: Credentials{

@@ -1,6 +1,9 @@
 package engine_test
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -51,4 +54,92 @@ func TestRealCLIsSandboxed(t *testing.T) {
 			t.Errorf("answer %q; events: %s", got, realDump(events))
 		}
 	})
+}
+
+// TestRealCLIsSandboxedStateOfTheirOwn: Codex's and the Gemini CLI's
+// state folders are each working directory's own inside the sandbox: the
+// operator's instructions reach the agent's shell, a write to the CLI's
+// config fails, what the agent leaves in the folder is not in another
+// working directory's, and the chat's session is where golem's /sessions
+// (and the terminal) find it.
+func TestRealCLIsSandboxedStateOfTheirOwn(t *testing.T) {
+	type cli struct {
+		name, dir, config, instr string
+		engine                   func(t *testing.T, home, scenario, command string) engine.Engine
+	}
+	for _, c := range []cli{
+		{name: "codex", dir: ".codex", config: "config.toml", instr: "AGENTS.md",
+			engine: func(t *testing.T, home, scenario, command string) engine.Engine {
+				c := newRealCodex(t)
+				c.srv.Handle(scenario, func(r *openaitest.Request) openaitest.Reply {
+					if r.Step() == 0 {
+						return openaitest.Reply{Items: []openaitest.Output{openaitest.FunctionCall("call_probe", "exec_command", map[string]any{"cmd": command})}}
+					}
+					var out []string
+					for _, o := range r.Outputs() {
+						out = append(out, o.OutputText())
+					}
+					return openaitest.Text("PROBED " + strings.Join(out, " "))
+				})
+				vars := openaitest.CLIVars(home, c.srv.BaseURL(scenario))
+				vars["CODEX_HOME"] = filepath.Join(home, ".codex")
+				return engine.NewCodex(engine.Config{Command: c.bin, Env: vars})
+			}},
+		{name: "gemini", dir: ".gemini", config: "settings.json", instr: "GEMINI.md",
+			engine: func(t *testing.T, home, scenario, command string) engine.Engine {
+				c := newRealGemini(t)
+				c.srv.Handle(scenario, func(r *geminitest.Request) geminitest.Reply {
+					if r.Step() == 0 {
+						return geminitest.Call("run_shell_command", map[string]any{"command": command, "description": "Probe"})
+					}
+					var out []string
+					for _, res := range r.Results() {
+						out = append(out, res.Output())
+					}
+					return geminitest.Text("PROBED " + strings.Join(out, " "))
+				})
+				return engine.NewGemini(engine.Config{Command: c.bin, Env: geminitest.CLIVars(t, home, c.srv.BaseURL(scenario))})
+			}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			home := sandboxtest.Dir(t)
+			state := filepath.Join(home, c.dir)
+			os.MkdirAll(state, 0o755)
+			os.WriteFile(filepath.Join(state, c.instr), []byte("OPERATOR-INSTRUCTIONS"), 0o644)
+			if _, err := os.Stat(filepath.Join(state, c.config)); err != nil {
+				os.WriteFile(filepath.Join(state, c.config), nil, 0o644)
+			}
+			sb := sandboxtest.New(t, sandbox.Config{}, sandbox.Options{})
+			mine, theirs := sandboxtest.Dir(t), sandboxtest.Dir(t)
+			first := fmt.Sprintf(`cat %[1]s/%[2]s; echo; echo x >> %[1]s/%[3]s || echo config-readonly; echo PLANTED > %[1]s/planted.txt`, state, c.instr, c.config)
+			e := c.engine(t, home, c.name+"-mine", first)
+			config, _ := os.ReadFile(filepath.Join(state, c.config))
+			events := realRun(t, e, engine.Turn{Prompt: "Probe.", Workdir: mine, Mode: engine.ModeBypass,
+				Sandbox: sb.Turn(sandbox.Config{}, sandbox.Place{Workdir: mine})})
+			got := textOf(events)
+			if !strings.Contains(got, "OPERATOR-INSTRUCTIONS") || !strings.Contains(got, "config-readonly") {
+				t.Errorf("the first probe: %q; want the operator's instructions and a read-only config; events: %s", got, realDump(events))
+			}
+			if b, _ := os.ReadFile(filepath.Join(state, c.config)); string(b) != string(config) {
+				t.Errorf("the operator's %s holds %q, was %q", c.config, b, config)
+			}
+			if _, err := os.Lstat(filepath.Join(state, "planted.txt")); err == nil {
+				t.Error("what the agent made landed in the operator's state folder")
+			}
+			done := events[len(events)-1]
+			if l, ok := e.(engine.SessionLister); !ok {
+				t.Errorf("%s lists no sessions", c.name)
+			} else if s, err := l.Sessions(mine, 1); err != nil || len(s) != 1 || s[0].ID != done.SessionID {
+				t.Errorf("golem's sessions of the working directory: %+v, %v; want %s", s, err, done.SessionID)
+			}
+
+			second := fmt.Sprintf("cat %s/planted.txt 2>&1 || echo not-there", state)
+			events = realRun(t, c.engine(t, home, c.name+"-theirs", second), engine.Turn{Prompt: "Probe.", Workdir: theirs,
+				Mode: engine.ModeBypass, Sandbox: sb.Turn(sandbox.Config{}, sandbox.Place{Workdir: theirs})})
+			if got := textOf(events); !strings.Contains(got, "not-there") || strings.Contains(got, "PLANTED") {
+				t.Errorf("another working directory's probe: %q; want no file of the first one's; events: %s", got, realDump(events))
+			}
+		})
+	}
 }

@@ -108,6 +108,54 @@ func seedClaudeGlobal(own *os.Root, global string) error {
 	return own.WriteFile(".claude.json", b, 0o600)
 }
 
+// codexPrivate is Codex's state: CODEX_HOME (default ~/.codex), one of
+// its own for each working directory inside the sandbox, as Claude
+// Code's is (see claudePrivate): its databases (threads, memories,
+// history) are the working directory's own. The real folder's
+// config.toml (a notify command, MCP servers), AGENTS.md, prompts and
+// rules show read-only; its login (auth.json) and sessions/ writable,
+// where the terminal and golem's /sessions find the chat's sessions.
+// sessions/ is one tree by date for every working directory, so an agent
+// can still read another's rollouts there (README: what the sandbox does
+// not cover yet).
+func codexPrivate(getenv func(string) string, _ string) ([]sandbox.Private, []string) {
+	dir := getenv("CODEX_HOME")
+	if dir == "" {
+		home := getenv("HOME")
+		if home == "" {
+			return nil, nil
+		}
+		dir = filepath.Join(home, ".codex")
+	}
+	return []sandbox.Private{{
+		Dir:     dir,
+		Shared:  []string{"config.toml", "AGENTS.md", "AGENTS.override.md", "prompts", "rules"},
+		Through: []sandbox.Through{{Path: "auth.json"}, {Path: "sessions", Dir: true}},
+	}}, []string{"CODEX_HOME=" + dir}
+}
+
+// geminiPrivate is the Gemini CLI's state: ~/.gemini, one of its own for
+// each working directory inside the sandbox (see claudePrivate). Its
+// settings.json (hooks, MCP servers), GEMINI.md, commands, extensions and
+// policies show read-only; its login, its registry of project folders
+// (projects.json) and the folders it keeps each project's chats and
+// history in (tmp/, history/) writable: the CLI names a new project's
+// folder itself, so tmp/ is every working directory's, and an agent can
+// still read another's chats there (README: what the sandbox does not
+// cover yet).
+func geminiPrivate(getenv func(string) string, _ string) ([]sandbox.Private, []string) {
+	home := getenv("HOME")
+	if home == "" {
+		return nil, nil
+	}
+	return []sandbox.Private{{
+		Dir:    filepath.Join(home, ".gemini"),
+		Shared: []string{"settings.json", "GEMINI.md", "commands", "extensions", "policies"},
+		Through: []sandbox.Through{{Path: "oauth_creds.json"}, {Path: "google_accounts.json"},
+			{Path: "tmp", Dir: true}, {Path: "history", Dir: true}},
+	}}, nil
+}
+
 // xdgDirs is OpenCode's state: its folders in the XDG data, config, cache
 // and state homes.
 func xdgDirs(name string) func(func(string) string) ([]string, []string) {
