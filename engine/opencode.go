@@ -16,7 +16,7 @@ var openCodeSpec = Spec{
 	NewParser: parser.NewOpenCode,
 	// Its own settings and the providers' keys it reads most often.
 	Env: []string{"OPENCODE_*", "ANTHROPIC_*", "OPENAI_*"},
-	Sandbox: SandboxNeeds{State: xdgDirs("opencode"), BaseURLEnv: []string{"ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"},
+	Sandbox: SandboxNeeds{State: openCodeState, Private: openCodePrivate, BaseURLEnv: []string{"ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"},
 		APIHosts: []string{"api.anthropic.com:443", "api.openai.com:443"}},
 	NewSettings: func() Settings { return &OpenCodeSettings{} },
 	Credentials: Credentials{

@@ -56,8 +56,8 @@ func TestRealCLIsSandboxed(t *testing.T) {
 	})
 }
 
-// TestRealCLIsSandboxedStateOfTheirOwn: Codex's and the Gemini CLI's
-// state folders are each working directory's own inside the sandbox: the
+// TestRealCLIsSandboxedStateOfTheirOwn: Codex's, the Gemini CLI's and
+// OpenCode's config folders are each working directory's own inside the sandbox: the
 // operator's instructions reach the agent's shell, a write to the CLI's
 // config fails, what the agent leaves in the folder is not in another
 // working directory's, and the chat's session is where golem's /sessions
@@ -65,11 +65,13 @@ func TestRealCLIsSandboxed(t *testing.T) {
 func TestRealCLIsSandboxedStateOfTheirOwn(t *testing.T) {
 	type cli struct {
 		name, dir, config, instr string
-		engine                   func(t *testing.T, home, scenario, command string) engine.Engine
+		// engine returns the CLI's engine whose model runs command, and
+		// the host its API is on where the proxy must be told of it.
+		engine func(t *testing.T, home, scenario, command string) (engine.Engine, string)
 	}
 	for _, c := range []cli{
 		{name: "codex", dir: ".codex", config: "config.toml", instr: "AGENTS.md",
-			engine: func(t *testing.T, home, scenario, command string) engine.Engine {
+			engine: func(t *testing.T, home, scenario, command string) (engine.Engine, string) {
 				c := newRealCodex(t)
 				c.srv.Handle(scenario, func(r *openaitest.Request) openaitest.Reply {
 					if r.Step() == 0 {
@@ -83,10 +85,10 @@ func TestRealCLIsSandboxedStateOfTheirOwn(t *testing.T) {
 				})
 				vars := openaitest.CLIVars(home, c.srv.BaseURL(scenario))
 				vars["CODEX_HOME"] = filepath.Join(home, ".codex")
-				return engine.NewCodex(engine.Config{Command: c.bin, Env: vars})
+				return engine.NewCodex(engine.Config{Command: c.bin, Env: vars}), ""
 			}},
 		{name: "gemini", dir: ".gemini", config: "settings.json", instr: "GEMINI.md",
-			engine: func(t *testing.T, home, scenario, command string) engine.Engine {
+			engine: func(t *testing.T, home, scenario, command string) (engine.Engine, string) {
 				c := newRealGemini(t)
 				c.srv.Handle(scenario, func(r *geminitest.Request) geminitest.Reply {
 					if r.Step() == 0 {
@@ -98,7 +100,24 @@ func TestRealCLIsSandboxedStateOfTheirOwn(t *testing.T) {
 					}
 					return geminitest.Text("PROBED " + strings.Join(out, " "))
 				})
-				return engine.NewGemini(engine.Config{Command: c.bin, Env: geminitest.CLIVars(t, home, c.srv.BaseURL(scenario))})
+				return engine.NewGemini(engine.Config{Command: c.bin, Env: geminitest.CLIVars(t, home, c.srv.BaseURL(scenario))}), ""
+			}},
+		{name: "opencode", dir: ".config/opencode", config: "opencode.json", instr: "AGENTS.md",
+			engine: func(t *testing.T, home, scenario, command string) (engine.Engine, string) {
+				c := newRealOpenCode(t)
+				c.srv.Handle(scenario, func(r *anthropictest.Request) anthropictest.Reply {
+					if r.Step() == 0 {
+						return anthropictest.Reply{Blocks: []anthropictest.Block{
+							anthropictest.ToolUse("toolu_probe", "bash", map[string]string{"command": command, "description": "Probe"})}}
+					}
+					var out []string
+					for _, res := range r.ToolResults() {
+						out = append(out, res.ResultText())
+					}
+					return anthropictest.Text("PROBED " + strings.Join(out, " "))
+				})
+				return engine.NewOpenCode(engine.Config{Command: c.bin, Env: anthropictest.OpenCodeVars(home, c.srv.BaseURL(scenario))}),
+					strings.TrimPrefix(c.srv.URL, "http://")
 			}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -107,14 +126,24 @@ func TestRealCLIsSandboxedStateOfTheirOwn(t *testing.T) {
 			state := filepath.Join(home, c.dir)
 			os.MkdirAll(state, 0o755)
 			os.WriteFile(filepath.Join(state, c.instr), []byte("OPERATOR-INSTRUCTIONS"), 0o644)
-			if _, err := os.Stat(filepath.Join(state, c.config)); err != nil {
-				os.WriteFile(filepath.Join(state, c.config), nil, 0o644)
-			}
-			sb := sandboxtest.New(t, sandbox.Config{}, sandbox.Options{})
 			mine, theirs := sandboxtest.Dir(t), sandboxtest.Dir(t)
 			first := fmt.Sprintf(`cat %[1]s/%[2]s; echo; echo x >> %[1]s/%[3]s || echo config-readonly; echo PLANTED > %[1]s/planted.txt`, state, c.instr, c.config)
-			e := c.engine(t, home, c.name+"-mine", first)
+			second := fmt.Sprintf("cat %s/planted.txt 2>&1 || echo not-there", state)
+			e, host := c.engine(t, home, c.name+"-mine", first)
+			e2, host2 := c.engine(t, home, c.name+"-theirs", second)
+			if _, err := os.Stat(filepath.Join(state, c.config)); err != nil && strings.HasSuffix(c.config, ".json") {
+				os.WriteFile(filepath.Join(state, c.config), []byte("{}"), 0o644)
+			} else if err != nil {
+				os.WriteFile(filepath.Join(state, c.config), nil, 0o644)
+			}
 			config, _ := os.ReadFile(filepath.Join(state, c.config))
+			var allow []string
+			for _, h := range []string{host, host2} {
+				if h != "" {
+					allow = append(allow, h)
+				}
+			}
+			sb := sandboxtest.New(t, sandbox.Config{AllowHosts: allow}, sandbox.Options{})
 			events := realRun(t, e, engine.Turn{Prompt: "Probe.", Workdir: mine, Mode: engine.ModeBypass,
 				Sandbox: sb.Turn(sandbox.Config{}, sandbox.Place{Workdir: mine})})
 			got := textOf(events)
@@ -134,8 +163,7 @@ func TestRealCLIsSandboxedStateOfTheirOwn(t *testing.T) {
 				t.Errorf("golem's sessions of the working directory: %+v, %v; want %s", s, err, done.SessionID)
 			}
 
-			second := fmt.Sprintf("cat %s/planted.txt 2>&1 || echo not-there", state)
-			events = realRun(t, c.engine(t, home, c.name+"-theirs", second), engine.Turn{Prompt: "Probe.", Workdir: theirs,
+			events = realRun(t, e2, engine.Turn{Prompt: "Probe.", Workdir: theirs,
 				Mode: engine.ModeBypass, Sandbox: sb.Turn(sandbox.Config{}, sandbox.Place{Workdir: theirs})})
 			if got := textOf(events); !strings.Contains(got, "not-there") || strings.Contains(got, "PLANTED") {
 				t.Errorf("another working directory's probe: %q; want no file of the first one's; events: %s", got, realDump(events))

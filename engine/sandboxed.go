@@ -156,25 +156,41 @@ func geminiPrivate(getenv func(string) string, _ string) ([]sandbox.Private, []s
 	}}, nil
 }
 
-// xdgDirs is OpenCode's state: its folders in the XDG data, config, cache
-// and state homes.
-func xdgDirs(name string) func(func(string) string) ([]string, []string) {
-	return func(getenv func(string) string) ([]string, []string) {
-		home := getenv("HOME")
-		var dirs []string
-		for env, def := range map[string]string{"XDG_DATA_HOME": ".local/share", "XDG_CONFIG_HOME": ".config",
-			"XDG_CACHE_HOME": ".cache", "XDG_STATE_HOME": ".local/state"} {
-			base := getenv(env)
-			if base == "" {
-				if home == "" {
-					continue
-				}
-				base = filepath.Join(home, def)
-			}
-			dirs = append(dirs, filepath.Join(base, name))
+// openCodeState is OpenCode's state: its folders in the XDG data, cache
+// and state homes, writable and shared (its login, and its sessions, which
+// it keeps by project: every worktree of one repository is one project);
+// and its config folder, the working directory's own inside the sandbox
+// with everything the real one holds read-only: its config, agents,
+// commands and plugins, which are code OpenCode runs.
+func openCodeState(getenv func(string) string) ([]string, []string) {
+	var dirs []string
+	for env, def := range map[string]string{"XDG_DATA_HOME": ".local/share", "XDG_CACHE_HOME": ".cache", "XDG_STATE_HOME": ".local/state"} {
+		if base := xdgHome(getenv, env, def); base != "" {
+			dirs = append(dirs, filepath.Join(base, "opencode"))
 		}
-		return dirs, nil
 	}
+	return dirs, nil
+}
+
+// openCodePrivate is OpenCode's config folder (see openCodeState).
+func openCodePrivate(getenv func(string) string, _ string) ([]sandbox.Private, []string) {
+	base := xdgHome(getenv, "XDG_CONFIG_HOME", ".config")
+	if base == "" {
+		return nil, nil
+	}
+	return []sandbox.Private{{Dir: filepath.Join(base, "opencode"), AllShared: true}}, nil
+}
+
+// xdgHome is the XDG base folder env names, else def below HOME; "" for
+// neither.
+func xdgHome(getenv func(string) string, env, def string) string {
+	if base := getenv(env); base != "" {
+		return base
+	}
+	if home := getenv("HOME"); home != "" {
+		return filepath.Join(home, def)
+	}
+	return ""
 }
 
 // wrap returns cmd's sandboxed form in turn's sandbox.

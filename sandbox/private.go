@@ -28,6 +28,9 @@ type Private struct {
 	// commands. A missing one is missing inside too, and one the agent
 	// makes is its own folder's.
 	Shared []string
+	// AllShared shares every entry the real Dir holds, for a folder that
+	// is all configuration (OpenCode's, whose plugins are code it runs).
+	AllShared bool
 	// Through are paths below the real Dir shown writable: what is
 	// shared on purpose, such as the login (a refreshed token must
 	// reach every conversation) and the working directory's own
@@ -77,7 +80,15 @@ func (t *Turn) private(b *builder, p Private, workdir, home string) error {
 		}
 	}
 	b.bindFrom(own, real)
-	for _, name := range p.Shared {
+	shared := p.Shared
+	if p.AllShared {
+		shared = nil
+		entries, _ := os.ReadDir(real)
+		for _, e := range entries {
+			shared = append(shared, e.Name())
+		}
+	}
+	for _, name := range shared {
 		src, ok := t.shareable(filepath.Join(real, name), real, home)
 		if !ok {
 			clearPlaceholder(root, name)
