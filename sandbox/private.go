@@ -66,8 +66,11 @@ func (t *Turn) private(b *builder, p Private, workdir, home string) error {
 	base := strings.TrimPrefix(filepath.Base(real), ".")
 	dirKey := sha256.Sum256([]byte(real))
 	own := filepath.Join(t.s.stateDir, stateKey(workdir), hex.EncodeToString(dirKey[:4])+"-"+base)
-	if err := os.MkdirAll(own, 0o700); err != nil {
-		return fmt.Errorf("sandbox: make the CLI's own state folder: %w", err)
+	// The real one too, where missing: the mount needs its place.
+	for _, d := range []string{own, real} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("sandbox: make the CLI's state folder: %w", err)
+		}
 	}
 	root, err := os.OpenRoot(own)
 	if err != nil {
