@@ -9,3 +9,10 @@ func SetSteerGrace(d time.Duration) (restore func()) {
 	steerGrace = d
 	return func() { steerGrace = old }
 }
+
+// The sandbox's handling of the CLIs' own state folders.
+var (
+	HandOnRollouts = handOnRollouts
+	GeminiProject  = geminiProject
+	GeminiName     = geminiName
+)

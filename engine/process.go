@@ -248,7 +248,7 @@ func (c *cli) start(ctx context.Context, path string, t Turn, key string) (*proc
 	var jail *sandbox.Jail
 	if t.Sandbox != nil {
 		var err error
-		if jail, err = c.wrap(t.Sandbox, path, t.Workdir, args, env); err != nil {
+		if jail, err = c.wrap(t, path, args, env); err != nil {
 			cancel()
 			if inR != nil {
 				inR.Close()

@@ -11,6 +11,7 @@ import (
 	"github.com/golem-chat/golem/engine/anthropictest"
 	"github.com/golem-chat/golem/engine/geminitest"
 	"github.com/golem-chat/golem/engine/openaitest"
+	"github.com/golem-chat/golem/parser"
 	"github.com/golem-chat/golem/sandbox"
 	"github.com/golem-chat/golem/sandbox/sandboxtest"
 )
@@ -65,12 +66,13 @@ func TestRealCLIsSandboxed(t *testing.T) {
 func TestRealCLIsSandboxedStateOfTheirOwn(t *testing.T) {
 	type cli struct {
 		name, dir, config, instr string
+		sessions                 string // the folder below dir it keeps sessions in, "" where it is not its own
 		// engine returns the CLI's engine whose model runs command, and
 		// the host its API is on where the proxy must be told of it.
 		engine func(t *testing.T, home, scenario, command string) (engine.Engine, string)
 	}
 	for _, c := range []cli{
-		{name: "codex", dir: ".codex", config: "config.toml", instr: "AGENTS.md",
+		{name: "codex", dir: ".codex", config: "config.toml", instr: "AGENTS.md", sessions: "sessions",
 			engine: func(t *testing.T, home, scenario, command string) (engine.Engine, string) {
 				c := newRealCodex(t)
 				c.srv.Handle(scenario, func(r *openaitest.Request) openaitest.Reply {
@@ -87,7 +89,7 @@ func TestRealCLIsSandboxedStateOfTheirOwn(t *testing.T) {
 				vars["CODEX_HOME"] = filepath.Join(home, ".codex")
 				return engine.NewCodex(engine.Config{Command: c.bin, Env: vars}), ""
 			}},
-		{name: "gemini", dir: ".gemini", config: "settings.json", instr: "GEMINI.md",
+		{name: "gemini", dir: ".gemini", config: "settings.json", instr: "GEMINI.md", sessions: "tmp",
 			engine: func(t *testing.T, home, scenario, command string) (engine.Engine, string) {
 				c := newRealGemini(t)
 				c.srv.Handle(scenario, func(r *geminitest.Request) geminitest.Reply {
@@ -129,6 +131,9 @@ func TestRealCLIsSandboxedStateOfTheirOwn(t *testing.T) {
 			mine, theirs := sandboxtest.Dir(t), sandboxtest.Dir(t)
 			first := fmt.Sprintf(`cat %[1]s/%[2]s; echo; echo x >> %[1]s/%[3]s || echo config-readonly; echo PLANTED > %[1]s/planted.txt`, state, c.instr, c.config)
 			second := fmt.Sprintf("cat %s/planted.txt 2>&1 || echo not-there", state)
+			if c.sessions != "" {
+				second += fmt.Sprintf("; find %s/%s -type f", state, c.sessions)
+			}
 			e, host := c.engine(t, home, c.name+"-mine", first)
 			e2, host2 := c.engine(t, home, c.name+"-theirs", second)
 			if _, err := os.Stat(filepath.Join(state, c.config)); err != nil && strings.HasSuffix(c.config, ".json") {
@@ -157,16 +162,26 @@ func TestRealCLIsSandboxedStateOfTheirOwn(t *testing.T) {
 				t.Error("what the agent made landed in the operator's state folder")
 			}
 			done := events[len(events)-1]
-			if l, ok := e.(engine.SessionLister); !ok {
-				t.Errorf("%s lists no sessions", c.name)
-			} else if s, err := l.Sessions(mine, 1); err != nil || len(s) != 1 || s[0].ID != done.SessionID {
-				t.Errorf("golem's sessions of the working directory: %+v, %v; want %s", s, err, done.SessionID)
+			listed := func() {
+				t.Helper()
+				if l, ok := e.(engine.SessionLister); !ok {
+					t.Errorf("%s lists no sessions", c.name)
+				} else if s, err := l.Sessions(mine, 1); err != nil || len(s) != 1 || s[0].ID != done.SessionID {
+					t.Errorf("golem's sessions of the working directory: %+v, %v; want %s", s, err, done.SessionID)
+				}
 			}
+			listed()
+			events = realRun(t, e, engine.Turn{Prompt: "Probe again.", Workdir: mine, SessionID: done.SessionID, Mode: engine.ModeBypass,
+				Sandbox: sb.Turn(sandbox.Config{}, sandbox.Place{Workdir: mine})})
+			if again := events[len(events)-1]; again.Type != parser.Done || again.SessionID != done.SessionID {
+				t.Errorf("the next turn ended with %+v, want session %s resumed; events: %s", again, done.SessionID, realDump(events))
+			}
+			listed()
 
 			events = realRun(t, e2, engine.Turn{Prompt: "Probe.", Workdir: theirs,
 				Mode: engine.ModeBypass, Sandbox: sb.Turn(sandbox.Config{}, sandbox.Place{Workdir: theirs})})
-			if got := textOf(events); !strings.Contains(got, "not-there") || strings.Contains(got, "PLANTED") {
-				t.Errorf("another working directory's probe: %q; want no file of the first one's; events: %s", got, realDump(events))
+			if got := textOf(events); !strings.Contains(got, "not-there") || strings.Contains(got, "PLANTED") || strings.Contains(got, done.SessionID) || strings.Contains(got, done.SessionID[:8]+".jsonl") {
+				t.Errorf("another working directory's probe: %q; want no file and no session of the first one's; events: %s", got, realDump(events))
 			}
 		})
 	}

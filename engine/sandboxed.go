@@ -1,14 +1,19 @@
 package engine
 
 import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/golem-chat/golem/sandbox"
 )
@@ -19,10 +24,10 @@ type SandboxNeeds struct {
 	// writes, and variables the sandboxed CLI gets to keep it there, for
 	// the child's environment as getenv reads it.
 	State func(getenv func(string) string) (dirs, env []string)
-	// Private, when set, returns the state folders the CLI working in
-	// workdir has one of its own inside the sandbox, and variables that
-	// keep its state in them.
-	Private func(getenv func(string) string, workdir string) ([]sandbox.Private, []string)
+	// Private, when set, returns the state folders the CLI running turn t
+	// has one of its own of inside the sandbox (for t's working
+	// directory), and variables that keep its state in them.
+	Private func(getenv func(string) string, t Turn) ([]sandbox.Private, []string)
 	// BaseURLEnv are the variables that point the CLI at another model
 	// API; APIHosts (host:port) are those it calls without them.
 	BaseURLEnv []string
@@ -60,7 +65,7 @@ func homeDirs(rel ...string) func(func(string) string) ([]string, []string) {
 // plugins show read-only, and its login and the working directory's
 // sessions writable: a refreshed login reaches every conversation, and
 // the terminal lists and continues the chat's sessions as its own.
-func claudePrivate(getenv func(string) string, workdir string) ([]sandbox.Private, []string) {
+func claudePrivate(getenv func(string) string, t Turn) ([]sandbox.Private, []string) {
 	dir, global := getenv("CLAUDE_CONFIG_DIR"), ""
 	if dir != "" {
 		global = filepath.Join(dir, ".claude.json")
@@ -80,7 +85,7 @@ func claudePrivate(getenv func(string) string, workdir string) ([]sandbox.Privat
 		Shared: []string{"settings.json", "CLAUDE.md", "agents", "commands", "skills", "hooks", "output-styles",
 			"rules", "plugins", "workflows", "keybindings.json"},
 		Through: []sandbox.Through{{Path: ".credentials.json"},
-			{Path: filepath.Join("projects", ClaudeProjectName(realDir(workdir))), Dir: true}},
+			{Path: filepath.Join("projects", ClaudeProjectName(realDir(t.Workdir))), Dir: true}},
 		Seed: func(own *os.Root) error { return seedClaudeGlobal(own, global) },
 	}
 	return []sandbox.Private{p}, []string{"CLAUDE_CONFIG_DIR=" + dir}
@@ -111,14 +116,16 @@ func seedClaudeGlobal(own *os.Root, global string) error {
 // codexPrivate is Codex's state: CODEX_HOME (default ~/.codex), one of
 // its own for each working directory inside the sandbox, as Claude
 // Code's is (see claudePrivate): its databases (threads, memories,
-// history) are the working directory's own. The real folder's
-// config.toml (a notify command, MCP servers), AGENTS.md, prompts and
-// rules show read-only; its login (auth.json) and sessions/ writable,
-// where the terminal and golem's /sessions find the chat's sessions.
-// sessions/ is one tree by date for every working directory, so an agent
-// can still read another's rollouts there (README: what the sandbox does
-// not cover yet).
-func codexPrivate(getenv func(string) string, _ string) ([]sandbox.Private, []string) {
+// history) and sessions/ are the working directory's own. The real
+// folder's config.toml (a notify command, MCP servers), AGENTS.md,
+// prompts and rules show read-only, and its login (auth.json) writable.
+//
+// Codex keeps every working directory's sessions in one tree by date, so
+// the real sessions/ cannot be shown: the rollout of the session the turn
+// resumes is, writable, and the sessions the CLI starts are handed on to
+// the real tree once the sandbox ends (handOnRollouts), where the terminal
+// and golem's /sessions find them.
+func codexPrivate(getenv func(string) string, t Turn) ([]sandbox.Private, []string) {
 	dir := getenv("CODEX_HOME")
 	if dir == "" {
 		home := getenv("HOME")
@@ -127,33 +134,197 @@ func codexPrivate(getenv func(string) string, _ string) ([]sandbox.Private, []st
 		}
 		dir = filepath.Join(home, ".codex")
 	}
-	return []sandbox.Private{{
+	workdir := realDir(t.Workdir)
+	p := sandbox.Private{
 		Dir:     dir,
 		Shared:  []string{"config.toml", "AGENTS.md", "AGENTS.override.md", "prompts", "rules"},
-		Through: []sandbox.Through{{Path: "auth.json"}, {Path: "sessions", Dir: true}},
-	}}, []string{"CODEX_HOME=" + dir}
+		Through: []sandbox.Through{{Path: "auth.json"}},
+		After:   func(own *os.Root) { handOnRollouts(own, dir, workdir) },
+	}
+	if t.SessionID != "" {
+		files, cwds := codexRollouts(dir, t.SessionID)
+		root, err := filepath.EvalSymlinks(filepath.Join(dir, "sessions"))
+		for i, f := range files {
+			if rel, relErr := filepath.Rel(root, f.path); err == nil && relErr == nil && f.id == t.SessionID && cwds[i] == workdir {
+				p.Through = append(p.Through, sandbox.Through{Path: filepath.Join("sessions", rel)})
+			}
+		}
+	}
+	return []sandbox.Private{p}, []string{"CODEX_HOME=" + dir}
+}
+
+// handOnRollouts moves the rollouts Codex started in own's sessions/
+// (those that record workdir) to the same place below dir, and removes
+// the empty files bound rollouts were mounted on. One that cannot move
+// stays, and is still found inside for the next turn.
+func handOnRollouts(own *os.Root, dir, workdir string) {
+	var moved []string
+	fs.WalkDir(own.FS(), "sessions", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() || !strings.HasPrefix(d.Name(), "rollout-") {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil && fi.Size() == 0 {
+			own.Remove(p)
+			return nil
+		}
+		if rolloutCwd(own, p) != workdir {
+			return nil // not this folder's: the agent wrote it
+		}
+		if err := copyOut(own, p, filepath.Join(dir, p)); err == nil {
+			moved = append(moved, p)
+		}
+		return nil
+	})
+	for _, p := range moved {
+		own.Remove(p)
+	}
+}
+
+// rolloutCwd is the working directory the rollout at p in own records.
+func rolloutCwd(own *os.Root, p string) string {
+	f, err := own.Open(p)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	line, _ := bufio.NewReaderSize(f, 64<<10).ReadSlice('\n')
+	_, _, cwd := codexLine(line)
+	return cwd
+}
+
+// copyOut copies p in own to dst, a new file.
+func copyOut(own *os.Root, p, dst string) error {
+	src, err := own.Open(p)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err = io.Copy(out, src); err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(dst)
+	}
+	return err
 }
 
 // geminiPrivate is the Gemini CLI's state: ~/.gemini, one of its own for
 // each working directory inside the sandbox (see claudePrivate). Its
 // settings.json (hooks, MCP servers), GEMINI.md, commands, extensions and
-// policies show read-only; its login, its registry of project folders
-// (projects.json) and the folders it keeps each project's chats and
-// history in (tmp/, history/) writable: the CLI names a new project's
-// folder itself, so tmp/ is every working directory's, and an agent can
-// still read another's chats there (README: what the sandbox does not
-// cover yet).
-func geminiPrivate(getenv func(string) string, _ string) ([]sandbox.Private, []string) {
+// policies show read-only; its login, and the working directory's own
+// project folders in tmp/ (its chats) and history/, writable, where the
+// terminal and golem's /sessions find them. Its registry of project
+// folders (projects.json) is the working directory's own: the CLI renames
+// a new one over it (which a bound file refuses), and finds a folder by
+// the .project_root marker in it anyway (see geminiProject).
+func geminiPrivate(getenv func(string) string, t Turn) ([]sandbox.Private, []string) {
 	home := getenv("HOME")
 	if home == "" {
 		return nil, nil
 	}
-	return []sandbox.Private{{
-		Dir:    filepath.Join(home, ".gemini"),
-		Shared: []string{"settings.json", "GEMINI.md", "commands", "extensions", "policies"},
-		Through: []sandbox.Through{{Path: "oauth_creds.json"}, {Path: "google_accounts.json"},
-			{Path: "tmp", Dir: true}, {Path: "history", Dir: true}},
-	}}, nil
+	dir := filepath.Join(home, ".gemini")
+	p := sandbox.Private{
+		Dir:     dir,
+		Shared:  []string{"settings.json", "GEMINI.md", "commands", "extensions", "policies"},
+		Through: []sandbox.Through{{Path: "oauth_creds.json"}, {Path: "google_accounts.json"}},
+	}
+	if name, err := geminiProject(dir, realDir(t.Workdir)); err == nil {
+		p.Through = append(p.Through, sandbox.Through{Path: filepath.Join("tmp", name), Dir: true},
+			sandbox.Through{Path: filepath.Join("history", name), Dir: true})
+	}
+	return []sandbox.Private{p}, nil
+}
+
+// geminiProject returns the name of workdir's project folders in
+// ~/.gemini's tmp/ and history/, with their .project_root markers made:
+// the folder the CLI (or the terminal) already keeps for it, else one
+// named by golem (geminiName), which the CLI finds by its marker.
+func geminiProject(dir, workdir string) (string, error) {
+	name := geminiName(workdir)
+	if _, err := os.Lstat(filepath.Join(dir, "tmp", name)); err != nil {
+		if theirs := geminiFolderOf(dir, workdir); theirs != "" {
+			return theirs, nil
+		}
+	}
+	for _, base := range []string{"tmp", "history"} {
+		root, err := openRootMade(filepath.Join(dir, base))
+		if err != nil {
+			return "", err
+		}
+		// The agent writes this folder: the marker is golem's word again
+		// each turn, and a symlink it left is not followed.
+		err = root.MkdirAll(name, 0o700)
+		if err == nil {
+			err = root.WriteFile(filepath.Join(name, ".project_root"), []byte(workdir), 0o600)
+		}
+		root.Close()
+		if err != nil {
+			return "", err
+		}
+	}
+	return name, nil
+}
+
+// geminiName is the project folder golem names for workdir: "golem-",
+// its last element (letters and digits, at most 32) and a hash of the
+// whole path, so that two working directories never share one.
+func geminiName(workdir string) string {
+	base := strings.Map(func(r rune) rune {
+		if r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return unicode.ToLower(r)
+		}
+		return '-'
+	}, filepath.Base(workdir))
+	if len(base) > 32 {
+		base = base[:32]
+	}
+	sum := sha256.Sum256([]byte(workdir))
+	return "golem-" + base + "-" + hex.EncodeToString(sum[:6])
+}
+
+// geminiFolderOf returns the folder in ~/.gemini's tmp/ that the CLI made
+// for workdir before golem named one, "" for none: the one its real
+// projects.json names (which no agent writes), if its .project_root
+// marker agrees. A marker alone is no proof: the agent of that folder's
+// own working directory writes it.
+func geminiFolderOf(dir, workdir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, "projects.json"))
+	if err != nil {
+		return ""
+	}
+	var reg struct {
+		Projects map[string]string `json:"projects"`
+	}
+	if json.Unmarshal(b, &reg) != nil {
+		return ""
+	}
+	name := reg.Projects[workdir]
+	if name == "" || name != filepath.Base(name) || strings.HasPrefix(name, ".") {
+		return ""
+	}
+	marker, err := os.ReadFile(filepath.Join(dir, "tmp", name, ".project_root"))
+	if err != nil || strings.TrimSpace(string(marker)) != workdir {
+		return ""
+	}
+	return name
+}
+
+// openRootMade opens dir as an os.Root, made where missing.
+func openRootMade(dir string) (*os.Root, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return os.OpenRoot(dir)
 }
 
 // openCodeState is OpenCode's state: its folders in the XDG data, cache
@@ -173,7 +344,7 @@ func openCodeState(getenv func(string) string) ([]string, []string) {
 }
 
 // openCodePrivate is OpenCode's config folder (see openCodeState).
-func openCodePrivate(getenv func(string) string, _ string) ([]sandbox.Private, []string) {
+func openCodePrivate(getenv func(string) string, _ Turn) ([]sandbox.Private, []string) {
 	base := xdgHome(getenv, "XDG_CONFIG_HOME", ".config")
 	if base == "" {
 		return nil, nil
@@ -194,7 +365,7 @@ func xdgHome(getenv func(string) string, env, def string) string {
 }
 
 // wrap returns cmd's sandboxed form in turn's sandbox.
-func (c *cli) wrap(sb *sandbox.Turn, path, workdir string, args, env []string) (*sandbox.Jail, error) {
+func (c *cli) wrap(t Turn, path string, args, env []string) (*sandbox.Jail, error) {
 	spec, _ := Find(c.name)
 	getenv := func(name string) string { return lookupEnv(env, name) }
 	need := spec.Sandbox
@@ -205,7 +376,7 @@ func (c *cli) wrap(sb *sandbox.Turn, path, workdir string, args, env []string) (
 	var private []sandbox.Private
 	if need.Private != nil {
 		var more []string
-		private, more = need.Private(getenv, workdir)
+		private, more = need.Private(getenv, t)
 		stateEnv = append(stateEnv, more...)
 	}
 	hosts := need.APIHosts
@@ -214,7 +385,7 @@ func (c *cli) wrap(sb *sandbox.Turn, path, workdir string, args, env []string) (
 			hosts = append([]string{h}, hosts...)
 		}
 	}
-	return sb.Wrap(sandbox.Command{Path: path, Args: args, Env: env, State: state, StateEnv: stateEnv,
+	return t.Sandbox.Wrap(sandbox.Command{Path: path, Args: args, Env: env, State: state, StateEnv: stateEnv,
 		Private: private, APIHosts: hosts})
 }
 

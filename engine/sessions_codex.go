@@ -118,7 +118,13 @@ func headValue(path string, info lineInfo) string {
 // codexFiles lists the rollout files below the sessions folder whose id
 // starts with prefix, with the working directory each records.
 func (e *Codex) codexFiles(prefix string) ([]sessionFile, []string) {
-	root, err := filepath.EvalSymlinks(filepath.Join(e.codexHome(), "sessions"))
+	return codexRollouts(e.codexHome(), prefix)
+}
+
+// codexRollouts lists the rollout files below home's sessions folder
+// whose id starts with prefix, with the working directory each records.
+func codexRollouts(home, prefix string) ([]sessionFile, []string) {
+	root, err := filepath.EvalSymlinks(filepath.Join(home, "sessions"))
 	if err != nil {
 		return nil, nil
 	}

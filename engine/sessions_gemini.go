@@ -83,6 +83,11 @@ func (e *Gemini) geminiFiles() ([]sessionFile, []string) {
 			continue
 		}
 		dir := strings.TrimSpace(string(b))
+		// A folder golem named is its working directory's only by that
+		// name: the agent working there writes its marker.
+		if strings.HasPrefix(p.Name(), "golem-") && p.Name() != geminiName(dir) {
+			continue
+		}
 		chats := within(root, filepath.Join(proj, "chats"))
 		if chats == "" {
 			continue

@@ -65,7 +65,9 @@ type Jail struct {
 	port   *net.UnixConn
 	opened chan bool
 	turn   *Turn
-	once   sync.Once
+	// privates are the working directories' own state folders it uses.
+	privates []privateUse
+	once     sync.Once
 }
 
 // agentID is the uid and gid of the agent inside the sandbox when golem
@@ -199,10 +201,13 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 		}
 		b.bind(st)
 	}
+	var uses []privateUse
 	for _, p := range c.Private {
-		if err := t.private(&b, p, pl.Workdir, home); err != nil {
+		u, err := t.private(&b, p, pl.Workdir, home)
+		if err != nil {
 			return nil, err
 		}
+		uses = append(uses, u)
 	}
 	for _, w := range t.policy.Writable {
 		if _, err := os.Stat(w); err != nil {
@@ -221,7 +226,8 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 	env := withoutProxies(c.Env)
 	env = append(env, c.StateEnv...)
 	env = append(env, "TMPDIR=/tmp")
-	j := &Jail{turn: t, started: make(chan bool, 1)}
+	j := &Jail{turn: t, started: make(chan bool, 1), privates: uses}
+	t.s.usePrivate(uses)
 	if t.policy.Network != None {
 		url := "http://127.0.0.1:" + strconv.Itoa(proxyport.Port)
 		for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy"} {
@@ -420,6 +426,9 @@ func (j *Jail) Close() {
 		}
 		if j.port != nil {
 			j.port.Close()
+		}
+		if j.turn != nil {
+			j.turn.s.leavePrivate(j.privates)
 		}
 		if j.turn != nil && j.Path != "" {
 			j.turn.s.mu.Lock()

@@ -42,6 +42,17 @@ type Private struct {
 	// Code's global file). own is an os.Root: the agent writes that
 	// folder, and a symlink it left must not lead golem elsewhere.
 	Seed func(own *os.Root) error
+	// After, when set, is called with the working directory's own folder
+	// once the last sandbox using it has ended, to hand on what the CLI
+	// wrote there (Codex's new sessions).
+	After func(own *os.Root)
+}
+
+// privateUse is a running sandbox's use of a working directory's own
+// state folder.
+type privateUse struct {
+	own   string
+	after func(own *os.Root)
 }
 
 // Through is a path below a Private folder's real Dir shown writable.
@@ -61,7 +72,7 @@ func stateKey(workdir string) string {
 // private mounts p for a turn whose CLI works in workdir: the working
 // directory's own folder over p.Dir, then p's shared and through
 // entries from the real p.Dir.
-func (t *Turn) private(b *builder, p Private, workdir, home string) error {
+func (t *Turn) private(b *builder, p Private, workdir, home string) (privateUse, error) {
 	real := filepath.Clean(p.Dir)
 	base := strings.TrimPrefix(filepath.Base(real), ".")
 	dirKey := sha256.Sum256([]byte(real))
@@ -69,17 +80,17 @@ func (t *Turn) private(b *builder, p Private, workdir, home string) error {
 	// The real one too, where missing: the mount needs its place.
 	for _, d := range []string{own, real} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fmt.Errorf("sandbox: make the CLI's state folder: %w", err)
+			return privateUse{}, fmt.Errorf("sandbox: make the CLI's state folder: %w", err)
 		}
 	}
 	root, err := os.OpenRoot(own)
 	if err != nil {
-		return fmt.Errorf("sandbox: open the CLI's own state folder: %w", err)
+		return privateUse{}, fmt.Errorf("sandbox: open the CLI's own state folder: %w", err)
 	}
 	defer root.Close()
 	if p.Seed != nil {
 		if err := p.Seed(root); err != nil {
-			return fmt.Errorf("sandbox: start the CLI's own state: %w", err)
+			return privateUse{}, fmt.Errorf("sandbox: start the CLI's own state: %w", err)
 		}
 	}
 	b.bindFrom(own, real)
@@ -107,7 +118,7 @@ func (t *Turn) private(b *builder, p Private, workdir, home string) error {
 		}
 		if th.Dir {
 			if err := os.MkdirAll(path, 0o700); err != nil {
-				return fmt.Errorf("sandbox: make the CLI's folder %s: %w", path, err)
+				return privateUse{}, fmt.Errorf("sandbox: make the CLI's folder %s: %w", path, err)
 			}
 		}
 		src, ok := t.shareable(path, real, home)
@@ -118,7 +129,38 @@ func (t *Turn) private(b *builder, p Private, workdir, home string) error {
 		fitMountPoint(root, th.Path, th.Dir)
 		b.bindFrom(src, path)
 	}
-	return nil
+	return privateUse{own: own, after: p.After}, nil
+}
+
+// usePrivate counts the sandboxes using each working directory's own
+// folder.
+func (s *Sandbox) usePrivate(uses []privateUse) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, u := range uses {
+		s.privates[u.own]++
+	}
+}
+
+// leavePrivate is usePrivate undone as a sandbox ends: the last one to
+// leave a folder calls its After.
+func (s *Sandbox) leavePrivate(uses []privateUse) {
+	for _, u := range uses {
+		s.mu.Lock()
+		s.privates[u.own]--
+		last := s.privates[u.own] == 0
+		if last {
+			delete(s.privates, u.own)
+		}
+		s.mu.Unlock()
+		if !last || u.after == nil {
+			continue
+		}
+		if root, err := os.OpenRoot(u.own); err == nil {
+			u.after(root)
+			root.Close()
+		}
+	}
 }
 
 // shareable returns what to show of the real path p, a file or folder:

@@ -179,6 +179,9 @@ type Sandbox struct {
 	mu    sync.Mutex
 	runs  int                    // sandboxes running, for tests and benchmarks
 	scans map[string]*socketScan // the sockets in each socketFolder (sockets)
+	// privates counts the sandboxes running with each working
+	// directory's own state folder (see Private.After).
+	privates map[string]int
 }
 
 // ErrUnavailable is wrapped by New when sandbox.mode: on (global or a
@@ -199,7 +202,7 @@ func New(ctx context.Context, cfg Config, o Options) (*Sandbox, error) {
 	if cfg.Network == "" {
 		cfg.Network = Allowlist
 	}
-	s := &Sandbox{cfg: cfg, log: o.Logger}
+	s := &Sandbox{cfg: cfg, log: o.Logger, privates: map[string]int{}}
 	for _, h := range o.Hide {
 		if h != "" {
 			if abs, err := filepath.Abs(h); err == nil {

@@ -1,0 +1,106 @@
+package engine_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/golem-chat/golem/engine"
+)
+
+func writeFiles(t *testing.T, files map[string]string) {
+	t.Helper()
+	for path, body := range files {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestHandOnRollouts: after a sandboxed Codex turn, the rollouts it
+// started in the working directory's own folder move to the real
+// sessions tree; one that records another working directory (the agent
+// wrote it), one already in the real tree and a symlink stay; the empty
+// files bound rollouts were mounted on go.
+func TestHandOnRollouts(t *testing.T) {
+	own, real := t.TempDir(), t.TempDir()
+	day := filepath.Join("sessions", "2026", "12", "03")
+	meta := func(cwd string) string {
+		return `{"type":"session_meta","payload":{"cwd":"` + cwd + `"}}` + "\n" + `{"type":"event_msg"}` + "\n"
+	}
+	workdir := "/work/mine"
+	writeFiles(t, map[string]string{
+		filepath.Join(own, day, "rollout-new.jsonl"):     meta(workdir),
+		filepath.Join(own, day, "rollout-planted.jsonl"): meta("/work/theirs"),
+		filepath.Join(own, day, "rollout-bound.jsonl"):   "",
+		filepath.Join(own, day, "rollout-clash.jsonl"):   meta(workdir),
+		filepath.Join(real, day, "rollout-clash.jsonl"):  "the real one",
+		filepath.Join(real, "secret"):                    "secret",
+	})
+	os.Symlink(filepath.Join(real, "secret"), filepath.Join(own, day, "rollout-link.jsonl"))
+	root, err := os.OpenRoot(own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	engine.HandOnRollouts(root, real, workdir)
+
+	if b, err := os.ReadFile(filepath.Join(real, day, "rollout-new.jsonl")); err != nil || string(b) != meta(workdir) {
+		t.Errorf("the new rollout in the real tree: %q, %v", b, err)
+	}
+	for name, there := range map[string]bool{"rollout-new.jsonl": false, "rollout-planted.jsonl": true, "rollout-bound.jsonl": false,
+		"rollout-clash.jsonl": true, "rollout-link.jsonl": true} {
+		if _, err := os.Lstat(filepath.Join(own, day, name)); (err == nil) != there {
+			t.Errorf("%s in the own folder: %v, want there %v", name, err, there)
+		}
+	}
+	for name, want := range map[string]string{"rollout-clash.jsonl": "the real one", "rollout-planted.jsonl": "", "rollout-link.jsonl": ""} {
+		b, err := os.ReadFile(filepath.Join(real, day, name))
+		if want == "" && err == nil || want != "" && string(b) != want {
+			t.Errorf("%s in the real tree: %q, %v", name, b, err)
+		}
+	}
+}
+
+// TestGeminiProject: a working directory's project folder is the one the
+// CLI registered for it in the real projects.json, if its marker agrees;
+// else one golem names, with its markers; a marker that claims the
+// working directory is not enough, and the sessions golem lists skip a
+// golem-named folder whose marker names another directory.
+func TestGeminiProject(t *testing.T) {
+	dir := t.TempDir()
+	mine, theirs, third := "/work/mine", "/work/theirs", "/work/third"
+	writeFiles(t, map[string]string{
+		filepath.Join(dir, "projects.json"):                                                                     `{"projects":{"/work/mine":"mine"}}`,
+		filepath.Join(dir, "tmp", "mine", ".project_root"):                                                      mine,
+		filepath.Join(dir, "tmp", "claimed", ".project_root"):                                                   theirs,
+		filepath.Join(dir, "tmp", "claimed", "chats", "x"):                                                      "",
+		filepath.Join(dir, "tmp", engine.GeminiName(third), ".project_root"):                                    theirs,
+		filepath.Join(dir, "tmp", engine.GeminiName(third), "chats", "session-2026-12-03T06-00-abcdef12.jsonl"): `{"sessionId":"abcdef12-0000-4000-8000-000000000000"}` + "\n",
+	})
+	if got, err := engine.GeminiProject(dir, mine); err != nil || got != "mine" {
+		t.Errorf("the registered folder: %q, %v", got, err)
+	}
+	got, err := engine.GeminiProject(dir, theirs)
+	if err != nil || got != engine.GeminiName(theirs) || !strings.HasPrefix(got, "golem-theirs-") {
+		t.Fatalf("a working directory with only a claiming marker: %q, %v", got, err)
+	}
+	for _, base := range []string{"tmp", "history"} {
+		if b, err := os.ReadFile(filepath.Join(dir, base, got, ".project_root")); err != nil || string(b) != theirs {
+			t.Errorf("%s/%s/.project_root: %q, %v", base, got, b, err)
+		}
+	}
+	if engine.GeminiName("/a/b") == engine.GeminiName("/c/b") {
+		t.Error("two working directories of one name share a folder")
+	}
+	home := filepath.Dir(dir)
+	os.Rename(dir, filepath.Join(home, ".gemini"))
+	e := engine.NewGemini(engine.Config{Env: map[string]string{"HOME": home}})
+	if s, err := e.Sessions(theirs, 0); err != nil || len(s) != 0 {
+		t.Errorf("sessions of %s: %+v, %v; want none from another folder's marker", theirs, s, err)
+	}
+}
