@@ -339,8 +339,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header()[k] = vs
 	}
 	w.WriteHeader(resp.StatusCode)
-	buf := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(buf)
+	buf := getBuf()
+	defer putBuf(buf)
 	// Write alone: the ResponseWriter's own ReadFrom would copy through
 	// 32 KB.
 	io.CopyBuffer(struct{ io.Writer }{w}, resp.Body, *buf)
@@ -401,10 +401,43 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 
 // copyBufSize is the buffer a forwarded body or a tunnel's data goes
 // through: a download of 100 MB then takes a few hundred reads and writes.
-const copyBufSize = 1 << 20
+// A buffer is held while its data is written on, which a reader that
+// stalls makes forever: maxBigBufs of them are out at once in all of
+// golem (64 MB), and a copy that finds none goes through smallBufSize.
+// Without the bound one agent's 256 stalled connections pinned 512 MB.
+const (
+	copyBufSize  = 1 << 20
+	smallBufSize = 32 << 10
+	maxBigBufs   = 64
+)
 
-// copyBufs are the buffers of forwarded bodies and tunnels.
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
+// bigBufs and smallBufs are the buffers of forwarded bodies and tunnels;
+// bigOut holds a token for each big one out.
+var (
+	bigBufs   = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
+	smallBufs = sync.Pool{New: func() any { b := make([]byte, smallBufSize); return &b }}
+	bigOut    = make(chan struct{}, maxBigBufs)
+)
+
+// getBuf returns a copy buffer: a big one while fewer than maxBigBufs are
+// out, else a small one. Give it back with putBuf.
+func getBuf() *[]byte {
+	select {
+	case bigOut <- struct{}{}:
+		return bigBufs.Get().(*[]byte)
+	default:
+		return smallBufs.Get().(*[]byte)
+	}
+}
+
+func putBuf(b *[]byte) {
+	if len(*b) == copyBufSize {
+		bigBufs.Put(b)
+		<-bigOut
+		return
+	}
+	smallBufs.Put(b)
+}
 
 // tunnel copies src to dst until src's end or an error, through a pooled
 // buffer taken only when src has data: an idle tunnel holds its two
@@ -422,8 +455,8 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); retur
 func tunnel(dst, src net.Conn) error {
 	sc, ok := src.(syscall.Conn)
 	if !ok {
-		buf := copyBufs.Get().(*[]byte)
-		defer copyBufs.Put(buf)
+		buf := getBuf()
+		defer putBuf(buf)
 		_, err := io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, *buf)
 		return err
 	}
@@ -436,10 +469,10 @@ func tunnel(dst, src net.Conn) error {
 		var n int
 		var rerr error
 		err := rc.Read(func(fd uintptr) bool {
-			b := copyBufs.Get().(*[]byte)
+			b := getBuf()
 			n, rerr = ignoringEINTR(func() (int, error) { return syscall.Read(int(fd), *b) })
 			if rerr == syscall.EAGAIN {
-				copyBufs.Put(b)
+				putBuf(b)
 				return false // wait until src is readable
 			}
 			buf = b
@@ -450,12 +483,12 @@ func tunnel(dst, src net.Conn) error {
 		}
 		if err != nil || n <= 0 {
 			if buf != nil {
-				copyBufs.Put(buf)
+				putBuf(buf)
 			}
 			return err
 		}
 		_, err = dst.Write((*buf)[:n])
-		copyBufs.Put(buf)
+		putBuf(buf)
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -371,5 +372,81 @@ func TestProxyBoundsIdleUpstream(t *testing.T) {
 			t.Fatalf("%d connections to %d hosts stay open, want at most %d", n, len(urls), maxIdleUpstream)
 		}
 		time.Sleep(10 * time.Millisecond) // polls until the proxy's closes arrive
+	}
+}
+
+// TestProxyBoundsStalledBuffers: tunnels whose agent stops reading while
+// their host goes on sending each hold a copy buffer; golem holds at most
+// maxBigBufs big ones in all (before, 200 such tunnels pinned 200 MB), the
+// rest copy through small ones, and a new tunnel still carries data.
+func TestProxyBoundsStalledBuffers(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		chunk := make([]byte, 64<<10)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				for {
+					if _, err := c.Write(chunk); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	target := l.Addr().String()
+	p, err := NewProxy(Allowlist, []string{target}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sock := serveProxy(t, p)
+	tunnel := func() net.Conn {
+		t.Helper()
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		io.WriteString(c, "CONNECT "+target+" HTTP/1.1\r\nHost: "+target+"\r\n\r\n")
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("CONNECT: %v %v", resp, err)
+		}
+		return c
+	}
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const stalled = 200
+	for range stalled {
+		tunnel() // and never read
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(bigOut) < maxBigBufs && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // the rest take small ones
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapInuse) - int64(before.HeapInuse); grown > 120<<20 {
+		t.Errorf("%d stalled tunnels grew the heap by %d MB", stalled, grown>>20)
+	}
+	if n := len(bigOut); n != maxBigBufs {
+		t.Errorf("%d big buffers out, want all %d held by the stalled tunnels", n, maxBigBufs)
+	}
+	c := tunnel()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := io.ReadFull(c, make([]byte, 1<<20)); err != nil {
+		t.Errorf("a new tunnel while the big buffers are out read %d bytes: %v", n, err)
 	}
 }
