@@ -247,3 +247,21 @@ func clearPlaceholder(own *os.Root, name string) {
 		own.Remove(name) // only when empty
 	}
 }
+
+// Forget removes the CLI state workdir kept of its own (see Private),
+// once golem has removed workdir itself (an idle worktree cleaned up); a
+// sandbox still using it keeps it.
+func (s *Sandbox) Forget(workdir string) error {
+	if s == nil || s.stateDir == "" {
+		return nil
+	}
+	dir := filepath.Join(s.stateDir, stateKey(workdir))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for own := range s.privates {
+		if within(own, dir) {
+			return nil
+		}
+	}
+	return os.RemoveAll(dir)
+}

@@ -104,3 +104,49 @@ ls -A`)
 		t.Errorf("a removed shared entry left its mount point behind: %q", out)
 	}
 }
+
+// TestForget: the state a working directory kept of its own goes with
+// it, unless a sandbox is using it, and another working directory's
+// stays.
+func TestForget(t *testing.T) {
+	f := newFixture(t)
+	state := filepath.Join(f.store, "agent-state")
+	s := need(t, Config{Network: None}, Options{StateDir: state})
+	a, b := filepath.Join(f.work, "a"), filepath.Join(f.work, "b")
+	p := Private{Dir: filepath.Join(f.home, ".cli")}
+	wrap := func(workdir string) *Jail {
+		j, err := s.Turn(Config{}, Place{Workdir: workdir}).Wrap(Command{Path: "/bin/true", Env: f.env, Private: []Private{p}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	wrap(a).Close()
+	jb := wrap(b)
+	if err := s.Forget(b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(state, stateKey(b))); err != nil {
+		t.Errorf("a state folder in use was removed: %v", err)
+	}
+	jb.Close()
+	if err := s.Forget(a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(state, stateKey(b))); err != nil {
+		t.Errorf("forgetting one working directory removed another's: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(state, stateKey(a))); err == nil {
+		t.Error("a forgotten working directory's state is still there")
+	}
+	if err := s.Forget(b); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(state); len(entries) != 0 {
+		t.Errorf("left in the state folder: %v", entries)
+	}
+	var none *Sandbox
+	if err := none.Forget(a); err != nil {
+		t.Error(err)
+	}
+}

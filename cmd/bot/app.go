@@ -38,6 +38,7 @@ type app struct {
 	d         *core.Dispatcher
 	workspace string
 	workdirs  *worktree.Workspaces
+	sandbox   *sandbox.Sandbox  // the agents'; a removed worktree's CLI state goes with it
 	metrics   *metrics.Registry // served at GET /metrics by the HTTP API
 	member    membership        // this golem among the replicas sharing its store
 	schedules *schedule.Book    // its loop runs on the replica leading "schedules"
@@ -195,8 +196,8 @@ func newApp(cfg config.Config, log *slog.Logger, fires func(store.Schedule) bool
 			log.Warn(`access.allow has "*": ANYONE who can message the bot runs commands on this machine`)
 		}
 	}
-	return &app{cfg: cfg, log: log, store: st, d: d, workspace: workspace, workdirs: workdirs, metrics: meter, member: member,
-		schedules: book}, nil
+	return &app{cfg: cfg, log: log, store: st, d: d, workspace: workspace, workdirs: workdirs, sandbox: sb,
+		metrics: meter, member: member, schedules: book}, nil
 }
 
 // newWorkdirs makes the conversations' working directories as isolation
@@ -295,6 +296,11 @@ func (a *app) cleanWorktreesLeading(ctx context.Context) {
 		}
 		if len(removed) > 0 || len(kept) > 0 {
 			a.log.Info("worktree cleanup", "removed", len(removed), "kept_with_work", len(kept))
+		}
+		for _, w := range removed { // and the CLI state each kept of its own
+			if err := a.sandbox.Forget(w.Dir); err != nil {
+				a.log.Warn("worktree cleanup: the agent CLI's state of a removed worktree", "dir", w.Dir, "err", err)
+			}
 		}
 		select {
 		case <-ctx.Done():
