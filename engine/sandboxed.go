@@ -265,7 +265,7 @@ func geminiProject(dir, workdir string) (string, error) {
 		// each turn, and a symlink it left is not followed.
 		err = root.MkdirAll(name, 0o700)
 		if err == nil {
-			err = root.WriteFile(filepath.Join(name, ".project_root"), []byte(workdir), 0o600)
+			err = writeMarker(root, filepath.Join(name, ".project_root"), workdir)
 		}
 		root.Close()
 		if err != nil {
@@ -273,6 +273,36 @@ func geminiProject(dir, workdir string) (string, error) {
 		}
 	}
 	return name, nil
+}
+
+// writeMarker makes p in root a regular file holding body, whatever the
+// agent left there: a new file renamed over it, so that a symlink at p
+// (within root, which os.Root would follow: to another project's marker
+// or chat) is replaced, not written through, and one at the new file's
+// name fails the exclusive create rather than being followed.
+func writeMarker(root *os.Root, p, body string) error {
+	tmp := p + ".golem"
+	root.RemoveAll(tmp)
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(body)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		if err = root.Rename(tmp, p); err != nil {
+			// A folder in the way: the agent's, and golem's place.
+			if root.RemoveAll(p) == nil {
+				err = root.Rename(tmp, p)
+			}
+		}
+	}
+	if err != nil {
+		root.Remove(tmp)
+	}
+	return err
 }
 
 // geminiName is the project folder golem names for workdir: "golem-",

@@ -104,3 +104,38 @@ func TestGeminiProject(t *testing.T) {
 		t.Errorf("sessions of %s: %+v, %v; want none from another folder's marker", theirs, s, err)
 	}
 }
+
+// TestGeminiProjectMarkerLink: the agent of a working directory writes
+// its project folder, and a .project_root it turned into a symlink to
+// another project's marker (or a chat) does not get golem, writing the
+// marker before the turn, to overwrite that file: the link is replaced.
+func TestGeminiProjectMarkerLink(t *testing.T) {
+	dir := t.TempDir()
+	mine, theirs := "/work/mine", "/work/theirs"
+	name := engine.GeminiName(mine)
+	writeFiles(t, map[string]string{
+		filepath.Join(dir, "tmp", "theirs", ".project_root"):     theirs,
+		filepath.Join(dir, "history", "theirs", ".project_root"): theirs,
+		filepath.Join(dir, "tmp", name, "chats", "x"):            "",
+		filepath.Join(dir, "history", name, "x"):                 "",
+	})
+	for _, base := range []string{"tmp", "history"} {
+		if err := os.Symlink(filepath.Join("..", "theirs", ".project_root"), filepath.Join(dir, base, name, ".project_root")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := engine.GeminiProject(dir, mine); err != nil || got != name {
+		t.Fatalf("GeminiProject = %q, %v; want %q", got, err, name)
+	}
+	for _, base := range []string{"tmp", "history"} {
+		if b, err := os.ReadFile(filepath.Join(dir, base, "theirs", ".project_root")); err != nil || string(b) != theirs {
+			t.Errorf("%s/theirs/.project_root = %q, %v; golem wrote through the agent's symlink", base, b, err)
+		}
+		marker := filepath.Join(dir, base, name, ".project_root")
+		if fi, err := os.Lstat(marker); err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("%s: %v, %v; want golem's own file", marker, fi, err)
+		} else if b, _ := os.ReadFile(marker); string(b) != mine {
+			t.Errorf("%s = %q, want %q", marker, b, mine)
+		}
+	}
+}
