@@ -139,3 +139,50 @@ func TestGeminiProjectMarkerLink(t *testing.T) {
 		}
 	}
 }
+
+// TestGeminiSessionsLinkOut: the agent writes its own project folder in
+// ~/.gemini/tmp, and a chats/ (or a session file) there that links into
+// another project's folder does not get that project's sessions, with
+// their first prompts, listed for this working directory.
+func TestGeminiSessionsLinkOut(t *testing.T) {
+	home := t.TempDir()
+	dir := filepath.Join(home, ".gemini")
+	mine, theirs := "/work/mine", "/work/theirs"
+	session := "session-2026-12-03T06-00-abcdef12.jsonl"
+	body := `{"sessionId":"abcdef12-0000-4000-8000-000000000000"}` + "\n" +
+		`{"id":"m1","type":"user","content":[{"text":"their secret prompt"}]}` + "\n"
+	writeFiles(t, map[string]string{
+		filepath.Join(dir, "projects.json"):                     `{"projects":{"/work/theirs":"theirs"}}`,
+		filepath.Join(dir, "tmp", "theirs", ".project_root"):    theirs,
+		filepath.Join(dir, "tmp", "theirs", "chats", session):   body,
+		filepath.Join(dir, "tmp", "other", ".project_root"):     theirs,
+		filepath.Join(dir, "tmp", "other", "chats", "x"):        "",
+		filepath.Join(dir, "tmp", "golem-x", "chats", "x"):      "",
+		filepath.Join(dir, "tmp", engine.GeminiName(mine), "x"): "",
+	})
+	e := engine.NewGemini(engine.Config{Env: map[string]string{"HOME": home}})
+	if s, err := e.Sessions(theirs, 1); err != nil || len(s) != 1 || s[0].FirstPrompt != "their secret prompt" {
+		t.Fatalf("sessions of %s: %+v, %v; want its one", theirs, s, err)
+	}
+	name := engine.GeminiName(mine)
+	if _, err := engine.GeminiProject(dir, mine); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join("..", "theirs", "chats"), filepath.Join(dir, "tmp", name, "chats")); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := e.Sessions(mine, 1); err != nil || len(s) != 0 {
+		t.Errorf("sessions of %s with chats/ a link to another project's: %+v, %v; want none", mine, s, err)
+	}
+	os.Remove(filepath.Join(dir, "tmp", name, "chats"))
+	os.MkdirAll(filepath.Join(dir, "tmp", name, "chats"), 0o755)
+	if err := os.Symlink(filepath.Join("..", "..", "theirs", "chats", session), filepath.Join(dir, "tmp", name, "chats", session)); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := e.Sessions(mine, 1); err != nil || len(s) != 0 {
+		t.Errorf("sessions of %s with a session file linked from another project: %+v, %v; want none", mine, s, err)
+	}
+	if s, err := e.Sessions(theirs, 1); err != nil || len(s) != 1 {
+		t.Errorf("sessions of %s: %+v, %v; want still its one", theirs, s, err)
+	}
+}

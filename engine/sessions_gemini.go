@@ -63,7 +63,10 @@ func geminiLine(line []byte) (string, bool, string) {
 }
 
 // geminiFiles lists the session files of every project folder, with the
-// working directory of each.
+// working directory of each. A symlink in a project folder counts only
+// where it stays in that folder: a sandboxed agent writes its own, and a
+// chats/ linked to another project's would list that project's sessions
+// (their prompts) as this one's.
 func (e *Gemini) geminiFiles() ([]sessionFile, []string) {
 	root, err := filepath.EvalSymlinks(filepath.Join(e.geminiDir(), "tmp"))
 	if err != nil {
@@ -77,7 +80,7 @@ func (e *Gemini) geminiFiles() ([]sessionFile, []string) {
 		if proj == "" {
 			continue
 		}
-		rootFile := within(root, filepath.Join(proj, ".project_root"))
+		rootFile := within(proj, filepath.Join(proj, ".project_root"))
 		b, err := os.ReadFile(rootFile)
 		if rootFile == "" || err != nil {
 			continue
@@ -88,7 +91,7 @@ func (e *Gemini) geminiFiles() ([]sessionFile, []string) {
 		if strings.HasPrefix(p.Name(), "golem-") && p.Name() != geminiName(dir) {
 			continue
 		}
-		chats := within(root, filepath.Join(proj, "chats"))
+		chats := within(proj, filepath.Join(proj, "chats"))
 		if chats == "" {
 			continue
 		}
@@ -97,7 +100,7 @@ func (e *Gemini) geminiFiles() ([]sessionFile, []string) {
 			if !strings.HasPrefix(ent.Name(), "session-") || !strings.HasSuffix(ent.Name(), ".jsonl") {
 				continue
 			}
-			path := within(root, filepath.Join(chats, ent.Name()))
+			path := within(chats, filepath.Join(chats, ent.Name()))
 			if path == "" {
 				continue
 			}
