@@ -197,7 +197,9 @@ func (e *ClaudeCode) Sessions(workdir string, detail int) ([]Session, error) {
 
 // claudeFiles lists the session files in dir (a folder of root) whose id
 // starts with prefix: regular files named <uuid>.jsonl, symlinks only when
-// they resolve inside root.
+// they resolve inside dir itself: a sandboxed agent writes its working
+// directory's folder, and a link into another's would list that one's
+// session (its prompts) as this one's.
 func claudeFiles(root, dir, prefix string) ([]sessionFile, error) {
 	real := within(root, dir)
 	if real == "" {
@@ -218,7 +220,7 @@ func claudeFiles(root, dir, prefix string) ([]sessionFile, error) {
 		}
 		path := filepath.Join(real, ent.Name())
 		if ent.Type()&fs.ModeSymlink != 0 {
-			if path = within(root, path); path == "" {
+			if path = within(real, path); path == "" {
 				continue
 			}
 		}

@@ -223,3 +223,27 @@ func TestClaudeResumeCommand(t *testing.T) {
 		t.Errorf("ResumeCommand = %q, want %q", got, want)
 	}
 }
+
+// TestClaudeSessionsLinkFromAnotherProject: a sandboxed agent writes its
+// working directory's project folder, and a session file there that
+// links into another working directory's folder (its id learnt from
+// /resume's answers) is not listed, with that session's first prompt,
+// as this working directory's.
+func TestClaudeSessionsLinkFromAnotherProject(t *testing.T) {
+	h := newClaudeHome(t)
+	other := t.TempDir()
+	theirs := "77777777-2222-3333-4444-555555555555"
+	theirDir := filepath.Join(h.config, "projects", engine.ClaudeProjectName(other))
+	writeFiles(t, map[string]string{filepath.Join(theirDir, theirs+".jsonl"): `{"type":"user","message":{"role":"user","content":"their secret"}}` + "\n"})
+	if err := os.Symlink(filepath.Join("..", engine.ClaudeProjectName(other), theirs+".jsonl"), filepath.Join(h.project, theirs+".jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range h.list(t, 10) {
+		if s.ID == theirs {
+			t.Errorf("listed %+v, another working directory's session, as this one's", s)
+		}
+	}
+	if got, _ := h.eng.Sessions(other, 10); len(got) != 1 || got[0].ID != theirs {
+		t.Errorf("sessions of the other working directory: %+v, want its one", got)
+	}
+}
