@@ -204,10 +204,11 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 	var uses []privateUse
 	for _, p := range c.Private {
 		u, err := t.private(&b, p, pl.Workdir, home)
+		uses = append(uses, u)
 		if err != nil {
+			t.s.leavePrivate(uses)
 			return nil, err
 		}
-		uses = append(uses, u)
 	}
 	for _, w := range t.policy.Writable {
 		if _, err := os.Stat(w); err != nil {
@@ -227,7 +228,6 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 	env = append(env, c.StateEnv...)
 	env = append(env, "TMPDIR=/tmp")
 	j := &Jail{turn: t, started: make(chan bool, 1), privates: uses}
-	t.s.usePrivate(uses)
 	if t.policy.Network != None {
 		url := "http://127.0.0.1:" + strconv.Itoa(proxyport.Port)
 		for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy"} {

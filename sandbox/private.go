@@ -77,20 +77,24 @@ func (t *Turn) private(b *builder, p Private, workdir, home string) (privateUse,
 	base := strings.TrimPrefix(filepath.Base(real), ".")
 	dirKey := sha256.Sum256([]byte(real))
 	own := filepath.Join(t.s.stateDir, stateKey(workdir), hex.EncodeToString(dirKey[:4])+"-"+base)
+	// Counted before golem touches it: its After (see leavePrivate) runs
+	// only with no sandbox of the folder running or being set up.
+	t.s.enterPrivate(own)
+	use := privateUse{own: own, after: p.After}
 	// The real one too, where missing: the mount needs its place.
 	for _, d := range []string{own, real} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return privateUse{}, fmt.Errorf("sandbox: make the CLI's state folder: %w", err)
+			return use, fmt.Errorf("sandbox: make the CLI's state folder: %w", err)
 		}
 	}
 	root, err := os.OpenRoot(own)
 	if err != nil {
-		return privateUse{}, fmt.Errorf("sandbox: open the CLI's own state folder: %w", err)
+		return use, fmt.Errorf("sandbox: open the CLI's own state folder: %w", err)
 	}
 	defer root.Close()
 	if p.Seed != nil {
 		if err := p.Seed(root); err != nil {
-			return privateUse{}, fmt.Errorf("sandbox: start the CLI's own state: %w", err)
+			return use, fmt.Errorf("sandbox: start the CLI's own state: %w", err)
 		}
 	}
 	b.bindFrom(own, real)
@@ -118,7 +122,7 @@ func (t *Turn) private(b *builder, p Private, workdir, home string) (privateUse,
 		}
 		if th.Dir {
 			if err := os.MkdirAll(path, 0o700); err != nil {
-				return privateUse{}, fmt.Errorf("sandbox: make the CLI's folder %s: %w", path, err)
+				return use, fmt.Errorf("sandbox: make the CLI's folder %s: %w", path, err)
 			}
 		}
 		src, ok := t.shareable(path, real, home)
@@ -129,27 +133,53 @@ func (t *Turn) private(b *builder, p Private, workdir, home string) (privateUse,
 		fitMountPoint(root, th.Path, th.Dir)
 		b.bindFrom(src, path)
 	}
-	return privateUse{own: own, after: p.After}, nil
+	return use, nil
 }
 
-// usePrivate counts the sandboxes using each working directory's own
-// folder.
-func (s *Sandbox) usePrivate(uses []privateUse) {
+// privateState is how a working directory's own state folder is used:
+// by n sandboxes, and by its After while after is open.
+type privateState struct {
+	n     int
+	after chan struct{} // closed when the running After returns; nil for none
+}
+
+// enterPrivate counts one more sandbox using the folder own, once any
+// After running on it has returned: the next sandbox's golem touches
+// that folder (fitMountPoint, Seed) and its agent writes it, and After
+// must have it to itself (it checks what the agent wrote, then moves
+// it).
+func (s *Sandbox) enterPrivate(own string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, u := range uses {
-		s.privates[u.own]++
+	for {
+		st := s.privates[own]
+		if st == nil {
+			st = &privateState{}
+			s.privates[own] = st
+		}
+		if st.after == nil {
+			st.n++
+			return
+		}
+		done := st.after
+		s.mu.Unlock()
+		<-done
+		s.mu.Lock()
 	}
 }
 
-// leavePrivate is usePrivate undone as a sandbox ends: the last one to
-// leave a folder calls its After.
+// leavePrivate is enterPrivate undone as a sandbox ends: the last one to
+// leave a folder calls its After, and the next sandbox of that folder
+// waits for it.
 func (s *Sandbox) leavePrivate(uses []privateUse) {
 	for _, u := range uses {
 		s.mu.Lock()
-		s.privates[u.own]--
-		last := s.privates[u.own] == 0
-		if last {
+		st := s.privates[u.own]
+		st.n--
+		last := st.n == 0
+		if last && u.after != nil {
+			st.after = make(chan struct{})
+		} else if last {
 			delete(s.privates, u.own)
 		}
 		s.mu.Unlock()
@@ -160,6 +190,13 @@ func (s *Sandbox) leavePrivate(uses []privateUse) {
 			u.after(root)
 			root.Close()
 		}
+		s.mu.Lock()
+		close(st.after)
+		st.after = nil
+		if st.n == 0 {
+			delete(s.privates, u.own)
+		}
+		s.mu.Unlock()
 	}
 }
 

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestPrivate: a Private state folder is the working directory's own
@@ -148,5 +150,58 @@ func TestForget(t *testing.T) {
 	var none *Sandbox
 	if err := none.Forget(a); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestPrivateAfterHoldsOffTheNextTurn: a working directory's next
+// sandbox neither sets up nor starts while the last one's After runs on
+// its folder. After moves what the agent wrote out of that folder
+// (Codex's rollouts, checked for the working directory they record), so
+// an agent running meanwhile could change a file between golem's check
+// and its copy, or have golem copy one it is still writing.
+func TestPrivateAfterHoldsOffTheNextTurn(t *testing.T) {
+	f := newFixture(t)
+	real := filepath.Join(f.home, ".cli")
+	s := need(t, Config{Network: None}, Options{Hide: []string{f.store, f.config}, StateDir: filepath.Join(f.store, "agent-state")})
+	entered, release := make(chan struct{}), make(chan struct{})
+	var afters atomic.Int32
+	p := Private{Dir: real, After: func(*os.Root) {
+		if afters.Add(1) == 1 {
+			close(entered)
+			<-release
+		}
+	}}
+	wrap := func() *Jail {
+		j, err := s.Turn(Config{}, Place{Workdir: f.work}).Wrap(Command{Path: "/bin/true", Env: f.env, Private: []Private{p}})
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		return j
+	}
+	first := wrap()
+	closed := make(chan struct{})
+	go func() { first.Close(); close(closed) }()
+	<-entered
+	next := make(chan *Jail, 1)
+	go func() { next <- wrap() }()
+	select {
+	case j := <-next:
+		t.Error("the next sandbox was wrapped while the last one's After ran")
+		if j != nil {
+			j.Close()
+		}
+		close(release)
+		<-closed
+		return
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	<-closed
+	if j := <-next; j != nil {
+		j.Close()
+	}
+	if n := afters.Load(); n != 2 {
+		t.Errorf("After ran %d times, want once for each sandbox that was the last", n)
 	}
 }

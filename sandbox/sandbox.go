@@ -179,9 +179,10 @@ type Sandbox struct {
 	mu    sync.Mutex
 	runs  int                    // sandboxes running, for tests and benchmarks
 	scans map[string]*socketScan // the sockets in each socketFolder (sockets)
-	// privates counts the sandboxes running with each working
-	// directory's own state folder (see Private.After).
-	privates map[string]int
+	// privates is how each working directory's own state folder is
+	// used: the sandboxes running or being set up with it, and its After
+	// (see enterPrivate).
+	privates map[string]*privateState
 }
 
 // ErrUnavailable is wrapped by New when sandbox.mode: on (global or a
@@ -202,7 +203,7 @@ func New(ctx context.Context, cfg Config, o Options) (*Sandbox, error) {
 	if cfg.Network == "" {
 		cfg.Network = Allowlist
 	}
-	s := &Sandbox{cfg: cfg, log: o.Logger, privates: map[string]int{}}
+	s := &Sandbox{cfg: cfg, log: o.Logger, privates: map[string]*privateState{}}
 	for _, h := range o.Hide {
 		if h != "" {
 			if abs, err := filepath.Abs(h); err == nil {
