@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"unicode"
 
 	"github.com/golem-chat/golem/sandbox"
@@ -139,17 +141,19 @@ func codexPrivate(getenv func(string) string, t Turn) ([]sandbox.Private, []stri
 		Dir:     dir,
 		Shared:  []string{"config.toml", "AGENTS.md", "AGENTS.override.md", "prompts", "rules"},
 		Through: []sandbox.Through{{Path: "auth.json"}},
-		After:   func(own *os.Root) { handOnRollouts(own, dir, workdir) },
 	}
+	var resumed []string
 	if t.SessionID != "" {
 		files, cwds := codexRollouts(dir, t.SessionID)
 		root, err := filepath.EvalSymlinks(filepath.Join(dir, "sessions"))
 		for i, f := range files {
 			if rel, relErr := filepath.Rel(root, f.path); err == nil && relErr == nil && f.id == t.SessionID && cwds[i] == workdir {
 				p.Through = append(p.Through, sandbox.Through{Path: filepath.Join("sessions", rel)})
+				resumed = append(resumed, filepath.Join("sessions", rel))
 			}
 		}
 	}
+	p.After = func(own *os.Root) { handOnRollouts(own, dir, workdir, resumed) }
 	return []sandbox.Private{p}, []string{"CODEX_HOME=" + dir}
 }
 
@@ -157,7 +161,7 @@ func codexPrivate(getenv func(string) string, t Turn) ([]sandbox.Private, []stri
 // (those that record workdir) to the same place below dir, and removes
 // the empty files bound rollouts were mounted on. One that cannot move
 // stays, and is still found inside for the next turn.
-func handOnRollouts(own *os.Root, dir, workdir string) {
+func handOnRollouts(own *os.Root, dir, workdir string, resumed []string) {
 	var moved []string
 	fs.WalkDir(own.FS(), "sessions", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() || !strings.HasPrefix(d.Name(), "rollout-") {
@@ -178,6 +182,37 @@ func handOnRollouts(own *os.Root, dir, workdir string) {
 	for _, p := range moved {
 		own.Remove(p)
 	}
+	// A resumed rollout is the real file, bound writable: one the agent
+	// turned to record another working directory would be listed there,
+	// and bound into its sandbox when resumed. It leaves the listing.
+	for _, p := range resumed {
+		path := filepath.Join(dir, p)
+		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			continue
+		}
+		cwd := headCwd(f)
+		f.Close()
+		if cwd != workdir {
+			os.Rename(path, path+".golem-rejected")
+		}
+	}
+}
+
+// headCwd is the working directory the rollout read from r records in
+// its first line, "" for none.
+func headCwd(r io.Reader) string {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var first []byte
+	for len(first) <= maxLine {
+		chunk, err := br.ReadSlice('\n')
+		first = append(first, chunk...)
+		if err != bufio.ErrBufferFull {
+			break
+		}
+	}
+	_, _, cwd := codexLine(bytes.TrimSpace(first))
+	return cwd
 }
 
 // rolloutCwd is the working directory the rollout at p in own records.
@@ -187,9 +222,7 @@ func rolloutCwd(own *os.Root, p string) string {
 		return ""
 	}
 	defer f.Close()
-	line, _ := bufio.NewReaderSize(f, 64<<10).ReadSlice('\n')
-	_, _, cwd := codexLine(line)
-	return cwd
+	return headCwd(f)
 }
 
 // copyOut copies p in own to dst, a new file.

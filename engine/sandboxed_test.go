@@ -47,7 +47,7 @@ func TestHandOnRollouts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	engine.HandOnRollouts(root, real, workdir)
+	engine.HandOnRollouts(root, real, workdir, nil)
 
 	if b, err := os.ReadFile(filepath.Join(real, day, "rollout-new.jsonl")); err != nil || string(b) != meta(workdir) {
 		t.Errorf("the new rollout in the real tree: %q, %v", b, err)
@@ -184,5 +184,39 @@ func TestGeminiSessionsLinkOut(t *testing.T) {
 	}
 	if s, err := e.Sessions(theirs, 1); err != nil || len(s) != 1 {
 		t.Errorf("sessions of %s: %+v, %v; want still its one", theirs, s, err)
+	}
+}
+
+// TestHandOnRolloutsResumedTurnedElsewhere: the rollout a Codex turn
+// resumes is the real file, bound writable, and an agent that rewrote
+// its first line to record another working directory does not get it
+// listed (and bound, resumed) there: once the turn ends it is out of
+// the listing.
+func TestHandOnRolloutsResumedTurnedElsewhere(t *testing.T) {
+	own, real := t.TempDir(), t.TempDir()
+	day := filepath.Join("sessions", "2026", "12", "03")
+	meta := func(cwd string) string {
+		return `{"type":"session_meta","payload":{"cwd":"` + cwd + `"}}` + "\n"
+	}
+	mine, theirs := "/work/mine", "/work/theirs"
+	kept := filepath.Join(day, "rollout-2026-12-03T06-00-00-11111111-2222-4333-8444-555555555555.jsonl")
+	turned := filepath.Join(day, "rollout-2026-12-03T06-00-00-66666666-2222-4333-8444-555555555555.jsonl")
+	writeFiles(t, map[string]string{
+		filepath.Join(real, kept):   meta(mine),
+		filepath.Join(real, turned): meta(theirs) + `{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"UserMessage","content":[{"type":"text","text":"planted"}]}}}` + "\n",
+	})
+	root, err := os.OpenRoot(own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	engine.HandOnRollouts(root, real, mine, []string{kept, turned})
+
+	e := engine.NewCodex(engine.Config{Env: map[string]string{"CODEX_HOME": real}})
+	if s, _ := e.Sessions(theirs, 1); len(s) != 0 {
+		t.Errorf("sessions of %s: %+v; want none, the one listed there was another working directory's", theirs, s)
+	}
+	if s, _ := e.Sessions(mine, 1); len(s) != 1 {
+		t.Errorf("sessions of %s: %+v; want the one still its own", mine, s)
 	}
 }
