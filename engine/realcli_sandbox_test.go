@@ -67,6 +67,7 @@ func TestRealCLIsSandboxedStateOfTheirOwn(t *testing.T) {
 	type cli struct {
 		name, dir, config, instr string
 		sessions                 string // the folder below dir it keeps sessions in, "" where it is not its own
+		cache                    string // a folder of code it runs besides dir, below HOME, "" for none
 		// engine returns the CLI's engine whose model runs command, and
 		// the host its API is on where the proxy must be told of it.
 		engine func(t *testing.T, home, scenario, command string) (engine.Engine, string)
@@ -104,7 +105,7 @@ func TestRealCLIsSandboxedStateOfTheirOwn(t *testing.T) {
 				})
 				return engine.NewGemini(engine.Config{Command: c.bin, Env: geminitest.CLIVars(t, home, c.srv.BaseURL(scenario))}), ""
 			}},
-		{name: "opencode", dir: ".config/opencode", config: "opencode.json", instr: "AGENTS.md",
+		{name: "opencode", dir: ".config/opencode", config: "opencode.json", instr: "AGENTS.md", cache: ".cache/opencode",
 			engine: func(t *testing.T, home, scenario, command string) (engine.Engine, string) {
 				c := newRealOpenCode(t)
 				c.srv.Handle(scenario, func(r *anthropictest.Request) anthropictest.Reply {
@@ -131,6 +132,12 @@ func TestRealCLIsSandboxedStateOfTheirOwn(t *testing.T) {
 			mine, theirs := sandboxtest.Dir(t), sandboxtest.Dir(t)
 			first := fmt.Sprintf(`cat %[1]s/%[2]s; echo; echo x >> %[1]s/%[3]s || echo config-readonly; echo PLANTED > %[1]s/planted.txt`, state, c.instr, c.config)
 			second := fmt.Sprintf("cat %s/planted.txt 2>&1 || echo not-there", state)
+			if c.cache != "" {
+				cache := filepath.Join(home, c.cache)
+				writeFiles(t, map[string]string{filepath.Join(cache, "bin", "tool"): "CACHED-TOOL"})
+				first += fmt.Sprintf("; cat %[1]s/bin/tool; echo; echo x >> %[1]s/bin/tool || echo cache-readonly; echo PLANTED > %[1]s/planted.txt", cache)
+				second += fmt.Sprintf("; cat %s/planted.txt 2>&1 || echo not-there", cache)
+			}
 			if c.sessions != "" {
 				second += fmt.Sprintf("; find %s/%s -type f", state, c.sessions)
 			}
@@ -160,6 +167,18 @@ func TestRealCLIsSandboxedStateOfTheirOwn(t *testing.T) {
 			}
 			if _, err := os.Lstat(filepath.Join(state, "planted.txt")); err == nil {
 				t.Error("what the agent made landed in the operator's state folder")
+			}
+			if c.cache != "" {
+				cache := filepath.Join(home, c.cache)
+				if !strings.Contains(got, "CACHED-TOOL") || !strings.Contains(got, "cache-readonly") {
+					t.Errorf("the first probe: %q; want the cache's tool, read-only", got)
+				}
+				if b, _ := os.ReadFile(filepath.Join(cache, "bin", "tool")); string(b) != "CACHED-TOOL" {
+					t.Errorf("the cache's tool holds %q", b)
+				}
+				if _, err := os.Lstat(filepath.Join(cache, "planted.txt")); err == nil {
+					t.Error("what the agent made landed in the real cache")
+				}
 			}
 			done := events[len(events)-1]
 			listed := func() {

@@ -390,15 +390,16 @@ func openRootMade(dir string) (*os.Root, error) {
 	return os.OpenRoot(dir)
 }
 
-// openCodeState is OpenCode's state: its folders in the XDG data, cache
-// and state homes, writable and shared (its login, and its sessions, which
-// it keeps by project: every worktree of one repository is one project);
-// and its config folder, the working directory's own inside the sandbox
-// with everything the real one holds read-only: its config, agents,
-// commands and plugins, which are code OpenCode runs.
+// openCodeState is OpenCode's state: its folders in the XDG data and
+// state homes, writable and shared (its login, and its sessions, which it
+// keeps in one database for every project); and its config and cache
+// folders, the working directory's own inside the sandbox with everything
+// the real ones hold read-only (openCodePrivate): both hold code OpenCode
+// runs (plugins, agents and commands; the npm packages it installs for
+// them, the binaries it downloads, skills).
 func openCodeState(getenv func(string) string) ([]string, []string) {
 	var dirs []string
-	for env, def := range map[string]string{"XDG_DATA_HOME": ".local/share", "XDG_CACHE_HOME": ".cache", "XDG_STATE_HOME": ".local/state"} {
+	for env, def := range map[string]string{"XDG_DATA_HOME": ".local/share", "XDG_STATE_HOME": ".local/state"} {
 		if base := xdgHome(getenv, env, def); base != "" {
 			dirs = append(dirs, filepath.Join(base, "opencode"))
 		}
@@ -406,13 +407,16 @@ func openCodeState(getenv func(string) string) ([]string, []string) {
 	return dirs, nil
 }
 
-// openCodePrivate is OpenCode's config folder (see openCodeState).
+// openCodePrivate is OpenCode's config and cache folders (see
+// openCodeState).
 func openCodePrivate(getenv func(string) string, _ Turn) ([]sandbox.Private, []string) {
-	base := xdgHome(getenv, "XDG_CONFIG_HOME", ".config")
-	if base == "" {
-		return nil, nil
+	var out []sandbox.Private
+	for env, def := range map[string]string{"XDG_CONFIG_HOME": ".config", "XDG_CACHE_HOME": ".cache"} {
+		if base := xdgHome(getenv, env, def); base != "" {
+			out = append(out, sandbox.Private{Dir: filepath.Join(base, "opencode"), AllShared: true})
+		}
 	}
-	return []sandbox.Private{{Dir: filepath.Join(base, "opencode"), AllShared: true}}, nil
+	return out, nil
 }
 
 // xdgHome is the XDG base folder env names, else def below HOME; "" for
