@@ -70,7 +70,8 @@ func (a *Adapter) adoptGone(ctx context.Context, h core.Handler) {
 	names, err := a.opts.Replica.Gone(gctx)
 	cancel()
 	if err != nil {
-		return // etcd is slow: the next round
+		a.log.Warn("slack: the replicas gone from the cluster are not known; their journals wait for the next round", "err", err)
+		return
 	}
 	for _, name := range names {
 		if n := a.journal.Adopt(a.opts.JournalOf(name), a.handOn(ctx, h, "slack: handing on an event a replica gone from the cluster had taken")); n > 0 {
