@@ -203,7 +203,7 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 	}
 	var uses []privateUse
 	for _, p := range c.Private {
-		u, err := t.private(&b, p, pl.Workdir, home)
+		u, err := t.private(&b, p, pl.Workdir)
 		uses = append(uses, u)
 		if err != nil {
 			t.s.leavePrivate(uses)
@@ -454,6 +454,12 @@ func (b *builder) mask(p string) {
 	if _, err := os.Stat(p); err == nil && !slices.Contains(b.masks, p) {
 		b.masks = append(b.masks, p)
 	}
+}
+
+// hides reports whether p is in something masked: golem's own files,
+// the credentials in $HOME, the other conversations' worktrees, ...
+func (b *builder) hides(p string) bool {
+	return slices.ContainsFunc(b.masks, func(m string) bool { return within(p, m) })
 }
 
 // unseen reports whether nothing of the host's shows at p inside, so that

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 )
 
@@ -72,7 +71,7 @@ func stateKey(workdir string) string {
 // private mounts p for a turn whose CLI works in workdir: the working
 // directory's own folder over p.Dir, then p's shared and through
 // entries from the real p.Dir.
-func (t *Turn) private(b *builder, p Private, workdir, home string) (privateUse, error) {
+func (t *Turn) private(b *builder, p Private, workdir string) (privateUse, error) {
 	real := filepath.Clean(p.Dir)
 	base := strings.TrimPrefix(filepath.Base(real), ".")
 	dirKey := sha256.Sum256([]byte(real))
@@ -107,7 +106,7 @@ func (t *Turn) private(b *builder, p Private, workdir, home string) (privateUse,
 		}
 	}
 	for _, name := range shared {
-		src, ok := t.shareable(filepath.Join(real, name), real, home)
+		src, ok := t.shareable(b, filepath.Join(real, name), real)
 		if !ok {
 			clearPlaceholder(root, name)
 			continue
@@ -125,7 +124,7 @@ func (t *Turn) private(b *builder, p Private, workdir, home string) (privateUse,
 				return use, fmt.Errorf("sandbox: make the CLI's folder %s: %w", path, err)
 			}
 		}
-		src, ok := t.shareable(path, real, home)
+		src, ok := t.shareable(b, path, real)
 		if !ok || isDir(src) != th.Dir {
 			clearPlaceholder(root, th.Path)
 			continue
@@ -202,17 +201,17 @@ func (s *Sandbox) leavePrivate(uses []privateUse) {
 
 // shareable returns what to show of the real path p, a file or folder:
 // p itself, or where its symlink leads if that is outside dir and
-// outside everything hidden (a link to bot.yaml, bound over its mask,
+// outside everything b masks (a link to bot.yaml, bound over its mask,
 // would show it). ok is false for a missing p, or one that is neither a
 // file nor a folder.
-func (t *Turn) shareable(p, dir, home string) (string, bool) {
+func (t *Turn) shareable(b *builder, p, dir string) (string, bool) {
 	fi, err := os.Lstat(p)
 	if err != nil {
 		return "", false
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		target, err := filepath.EvalSymlinks(p)
-		if err != nil || within(target, dir) || t.hidden(target, home) {
+		if err != nil || within(target, dir) || b.hides(target) {
 			t.s.log.Warn("sandbox: a symlink in the CLI's state folder is not shown to the agent", "path", p)
 			return "", false
 		}
@@ -225,25 +224,6 @@ func (t *Turn) shareable(p, dir, home string) (string, bool) {
 		return "", false
 	}
 	return p, true
-}
-
-// hidden reports whether p is in something no agent may see: golem's own
-// files, its state folder, a credential in home.
-func (t *Turn) hidden(p, home string) bool {
-	in := func(dirs []string) bool {
-		return slices.ContainsFunc(dirs, func(d string) bool { return within(p, d) })
-	}
-	if in(t.s.hide) || in(hidden) || within(p, t.s.stateDir) {
-		return true
-	}
-	if home != "" && home != "/" {
-		for _, rel := range credentials {
-			if within(p, filepath.Join(home, rel)) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // fitMountPoint makes what bubblewrap mounts name on in own the right
