@@ -257,14 +257,7 @@ func TestClaudeRealSandboxStateOfItsOwn(t *testing.T) {
 		filepath.Join(cfg, "todos", "their-todo.json"):              "THEIR-TODO",
 		filepath.Join(f.home, ".claude.json"):                       `{"userID":"the-operator","projects":{"/elsewhere":{"mcpServers":{"x":{"command":"THEIR-MCP"}}}}}`,
 	}
-	for path, body := range operator {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, operator)
 	mine, theirs := filepath.Join(f.work, "mine"), filepath.Join(f.work, "theirs")
 	for _, d := range []string{mine, theirs} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

@@ -30,19 +30,12 @@ func newHostFixture(t *testing.T) hostFixture {
 	root := sandboxtest.Dir(t)
 	f := hostFixture{home: filepath.Join(root, "home"), store: filepath.Join(root, "data"),
 		outside: filepath.Join(root, "elsewhere"), work: filepath.Join(root, "workspace")}
-	for path, body := range map[string]string{
+	writeFiles(t, map[string]string{
 		filepath.Join(f.home, ".ssh", "id_ed25519"): "PRIVATE KEY",
 		filepath.Join(f.store, "golem.db"):          "store-secret",
 		filepath.Join(f.outside, "file"):            "outside",
 		filepath.Join(f.work, "README"):             "work",
-	} {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	serve := func(name string) *httptest.Server {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello from "+name) }))
 		t.Cleanup(srv.Close)
