@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -68,18 +66,17 @@ func homeDirs(rel ...string) func(func(string) string) ([]string, []string) {
 // sessions writable: a refreshed login reaches every conversation, and
 // the terminal lists and continues the chat's sessions as its own.
 func claudePrivate(getenv func(string) string, t Turn) ([]sandbox.Private, []string) {
-	dir, global := getenv("CLAUDE_CONFIG_DIR"), ""
-	if dir != "" {
-		global = filepath.Join(dir, ".claude.json")
-	} else {
-		home := getenv("HOME")
-		if home == "" {
-			return nil, nil
-		}
-		dir = filepath.Join(home, ".claude")
-		global = filepath.Join(home, ".claude.json")
-		if _, err := os.Stat(global); err != nil {
-			global = filepath.Join(dir, ".claude.json") // where earlier sandboxed runs kept it
+	dir := claudeDir(getenv)
+	if dir == "" {
+		return nil, nil
+	}
+	global := filepath.Join(dir, ".claude.json")
+	if getenv("CLAUDE_CONFIG_DIR") == "" {
+		// The CLI's own place for it, else where earlier sandboxed runs
+		// kept it.
+		home := filepath.Join(getenv("HOME"), ".claude.json")
+		if _, err := os.Stat(home); err == nil {
+			global = home
 		}
 	}
 	p := sandbox.Private{
@@ -128,13 +125,9 @@ func seedClaudeGlobal(own *os.Root, global string) error {
 // the real tree once the sandbox ends (handOnRollouts), where the terminal
 // and golem's /sessions find them.
 func codexPrivate(getenv func(string) string, t Turn) ([]sandbox.Private, []string) {
-	dir := getenv("CODEX_HOME")
+	dir := codexDir(getenv)
 	if dir == "" {
-		home := getenv("HOME")
-		if home == "" {
-			return nil, nil
-		}
-		dir = filepath.Join(home, ".codex")
+		return nil, nil
 	}
 	workdir := realDir(t.Workdir)
 	p := sandbox.Private{
@@ -202,16 +195,8 @@ func handOnRollouts(own *os.Root, dir, workdir string, resumed []string) {
 // headCwd is the working directory the rollout read from r records in
 // its first line, "" for none.
 func headCwd(r io.Reader) string {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var first []byte
-	for len(first) <= maxLine {
-		chunk, err := br.ReadSlice('\n')
-		first = append(first, chunk...)
-		if err != bufio.ErrBufferFull {
-			break
-		}
-	}
-	_, _, cwd := codexLine(bytes.TrimSpace(first))
+	first, _ := headLine(r)
+	_, _, cwd := codexLine(first)
 	return cwd
 }
 

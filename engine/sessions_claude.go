@@ -24,14 +24,23 @@ var _ SessionLister = (*ClaudeCode)(nil)
 // CLAUDE_CONFIG_DIR of its environment, else $HOME/.claude.
 func (e *ClaudeCode) claudeConfigDir() string {
 	env := agentEnv(claudeCodeSpec, e.cli.cfg, "", nil)
-	if dir := lookupEnv(env, "CLAUDE_CONFIG_DIR"); dir != "" {
+	if dir := claudeDir(func(k string) string { return lookupEnv(env, k) }); dir != "" {
 		return dir
 	}
-	home := lookupEnv(env, "HOME")
-	if home == "" {
-		home, _ = os.UserHomeDir()
-	}
+	home, _ := os.UserHomeDir()
 	return filepath.Join(home, ".claude")
+}
+
+// claudeDir is Claude Code's config folder in the environment getenv
+// reads: CLAUDE_CONFIG_DIR, else $HOME/.claude; "" for neither.
+func claudeDir(getenv func(string) string) string {
+	if dir := getenv("CLAUDE_CONFIG_DIR"); dir != "" {
+		return dir
+	}
+	if home := getenv("HOME"); home != "" {
+		return filepath.Join(home, ".claude")
+	}
+	return ""
 }
 
 // ClaudeProjectName is the folder name Claude Code gives a working

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -24,14 +25,23 @@ var _ SessionLister = (*Codex)(nil)
 // codexHome is where a run of e keeps its sessions.
 func (e *Codex) codexHome() string {
 	env := agentEnv(codexSpec, e.cli.cfg, "", nil)
-	if dir := lookupEnv(env, "CODEX_HOME"); dir != "" {
+	if dir := codexDir(func(k string) string { return lookupEnv(env, k) }); dir != "" {
 		return dir
 	}
-	home := lookupEnv(env, "HOME")
-	if home == "" {
-		home, _ = os.UserHomeDir()
-	}
+	home, _ := os.UserHomeDir()
 	return filepath.Join(home, ".codex")
+}
+
+// codexDir is Codex's folder in the environment getenv reads:
+// CODEX_HOME, else $HOME/.codex; "" for neither.
+func codexDir(getenv func(string) string) string {
+	if dir := getenv("CODEX_HOME"); dir != "" {
+		return dir
+	}
+	if home := getenv("HOME"); home != "" {
+		return filepath.Join(home, ".codex")
+	}
+	return ""
 }
 
 // codexLine reads one line of a Codex rollout file.
@@ -93,19 +103,11 @@ func headValue(path string, info lineInfo) string {
 		return ""
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 64<<10)
-	var first []byte
-	for len(first) <= maxLine {
-		chunk, err := r.ReadSlice('\n')
-		first = append(first, chunk...)
-		if err != bufio.ErrBufferFull {
-			if err != nil {
-				return "" // not written whole yet: ask again later
-			}
-			break
-		}
+	first, err := headLine(f)
+	if err != nil {
+		return "" // not written whole yet: ask again later
 	}
-	_, _, cwd = info(bytes.TrimSpace(first))
+	_, _, cwd = info(first)
 	heads.mu.Lock()
 	if len(heads.m) >= maxSummaries {
 		heads.m = map[string]string{}
@@ -113,6 +115,25 @@ func headValue(path string, info lineInfo) string {
 	heads.m[path] = cwd
 	heads.mu.Unlock()
 	return cwd
+}
+
+// headLine reads r's first line, trimmed, up to about maxLine (a longer
+// one is cut there); err is the read's error when the line ended before
+// its newline (io.EOF: not written whole yet).
+func headLine(r io.Reader) ([]byte, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var first []byte
+	for len(first) <= maxLine {
+		chunk, err := br.ReadSlice('\n')
+		first = append(first, chunk...)
+		if err != bufio.ErrBufferFull {
+			if err != nil {
+				return bytes.TrimSpace(first), err
+			}
+			break
+		}
+	}
+	return bytes.TrimSpace(first), nil
 }
 
 // codexFiles lists the rollout files below the sessions folder whose id
