@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -417,11 +418,13 @@ var (
 	bigBufs   = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
 	smallBufs = sync.Pool{New: func() any { b := make([]byte, smallBufSize); return &b }}
 	bigOut    = make(chan struct{}, maxBigBufs)
+	bufsOut   atomic.Int64 // of either size, for tests
 )
 
 // getBuf returns a copy buffer: a big one while fewer than maxBigBufs are
 // out, else a small one. Give it back with putBuf.
 func getBuf() *[]byte {
+	bufsOut.Add(1)
 	select {
 	case bigOut <- struct{}{}:
 		return bigBufs.Get().(*[]byte)
@@ -431,6 +434,7 @@ func getBuf() *[]byte {
 }
 
 func putBuf(b *[]byte) {
+	bufsOut.Add(-1)
 	if len(*b) == copyBufSize {
 		bigBufs.Put(b)
 		<-bigOut

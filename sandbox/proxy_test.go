@@ -431,10 +431,9 @@ func TestProxyBoundsStalledBuffers(t *testing.T) {
 		tunnel() // and never read
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for len(bigOut) < maxBigBufs && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	for bufsOut.Load() < stalled && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // polls until each stalled tunnel holds its buffer
 	}
-	time.Sleep(200 * time.Millisecond) // the rest take small ones
 	runtime.GC()
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
