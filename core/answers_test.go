@@ -29,9 +29,11 @@ func (p stalledPoster) Send(ctx context.Context, to core.Place, text string) (co
 
 // Handle returns while the platform does not answer, for a refusal, a
 // command and a full queue alike; the answers then arrive in the order
-// they were asked for, and Close waits for them.
+// they were asked for, and Close waits for them. Busy is queue, so the
+// second message in C2 finds the queue full whether or not the first's
+// turn has begun (a running turn would steer it).
 func TestHandleReturnsWhileTheAdapterStalls(t *testing.T) {
-	h := newHarness(t, chatLimits, func(o *core.Options) { o.QueueDepth = -1 })
+	h := newHarness(t, chatLimits, func(o *core.Options) { o.QueueDepth, o.Busy = -1, core.BusyQueue })
 	p := stalledPoster{recorder: h.rec, gate: make(chan struct{})}
 	h.d.Register(p) // replaces the recorder as the route for "rec"
 
