@@ -2,7 +2,9 @@ package engine_test
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -203,5 +205,101 @@ func TestRealCLIsSandboxedStateOfTheirOwn(t *testing.T) {
 				t.Errorf("another working directory's probe: %q; want no file and no session of the first one's; events: %s", got, realDump(events))
 			}
 		})
+	}
+}
+
+// TestOpenCodeRealSandboxedDataOfItsOwn: what OpenCode's data folder
+// keeps of the files it worked on (snapshot: a git repository of each
+// worktree, untracked files too; tool-output, plans, ...) is each working
+// directory's own inside the sandbox, with the REAL OpenCode: another
+// working directory's agent sees neither the operator's nor the first
+// one's, the operator's stay as they were, and a symlink left in the
+// shared data folder where one goes leads golem nowhere.
+func TestOpenCodeRealSandboxedDataOfItsOwn(t *testing.T) {
+	home, stateDir := sandboxtest.Dir(t), sandboxtest.Dir(t)
+	data := filepath.Join(home, ".local", "share", "opencode")
+	elsewhere := filepath.Join(home, "elsewhere")
+	writeFiles(t, map[string]string{
+		filepath.Join(data, "snapshot", "operator-project", "marker"): "OPERATOR-SNAPSHOT",
+		filepath.Join(data, "tool-output", "tool_1"):                  "OPERATOR-TOOL-OUTPUT",
+	})
+	if err := os.Symlink(filepath.Join(elsewhere, "plans"), filepath.Join(data, "plans")); err != nil {
+		t.Fatal(err)
+	}
+	// Two worktrees of one repository, as golem makes them: OpenCode
+	// counts them one project.
+	repo := sandboxtest.Dir(t)
+	mine, theirs := filepath.Join(repo, "wt", "mine"), filepath.Join(repo, "wt", "theirs")
+	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.email=g@example.com", "-c", "user.name=g", "commit", "-q", "--allow-empty", "-m", "start"},
+		{"worktree", "add", "-q", mine}, {"worktree", "add", "-q", theirs}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	writeFiles(t, map[string]string{filepath.Join(mine, "secret.txt"): "MINE-SECRET"})
+	probe := func(scenario, command string) (engine.Engine, string) {
+		c := newRealOpenCode(t)
+		c.srv.Handle(scenario, func(r *anthropictest.Request) anthropictest.Reply {
+			if r.Step() == 0 {
+				return anthropictest.Reply{Blocks: []anthropictest.Block{
+					anthropictest.ToolUse("toolu_probe", "bash", map[string]string{"command": command, "description": "Probe"})}}
+			}
+			var out []string
+			for _, res := range r.ToolResults() {
+				out = append(out, res.ResultText())
+			}
+			return anthropictest.Text("PROBED " + strings.Join(out, " "))
+		})
+		return engine.NewOpenCode(engine.Config{Command: c.bin, Env: anthropictest.OpenCodeVars(home, c.srv.BaseURL(scenario))}),
+			strings.TrimPrefix(c.srv.URL, "http://")
+	}
+	e, host := probe("data-mine", "echo mine")
+	look := fmt.Sprintf("cat %[1]s/snapshot/operator-project/marker %[1]s/tool-output/tool_1 2>&1; echo SEEN $(find %[1]s/snapshot %[1]s/tool-output %[1]s/plans -mindepth 2 -maxdepth 2)", data)
+	e2, host2 := probe("data-theirs", look)
+	sb := sandboxtest.New(t, sandbox.Config{AllowHosts: []string{host, host2}}, sandbox.Options{StateDir: stateDir})
+	events := realRun(t, e, engine.Turn{Prompt: "Probe.", Workdir: mine, Mode: engine.ModeBypass,
+		Sandbox: sb.Turn(sandbox.Config{}, sandbox.Place{Workdir: mine})})
+	if got := textOf(events); !strings.Contains(got, "PROBED mine") {
+		t.Fatalf("the first probe: %q; events: %s", got, realDump(events))
+	}
+	// Its snapshot went to its own folder, not the operator's.
+	var own []string
+	filepath.WalkDir(stateDir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(p, "-snapshot/") {
+			own = append(own, p)
+		}
+		return nil
+	})
+	if len(own) == 0 {
+		t.Fatalf("no snapshot of the first working directory in its own state (%s)", stateDir)
+	}
+	// .../<dir>-snapshot/<project>/<worktree>/...: the first worktree's
+	// snapshot repository, as OpenCode names it.
+	rest := own[0][strings.Index(own[0], "-snapshot/")+len("-snapshot/"):]
+	mineSnap := strings.Join(strings.SplitN(rest, "/", 3)[:2], "/")
+	t.Logf("the first worktree's snapshot: %s", mineSnap)
+	if entries, _ := os.ReadDir(filepath.Join(data, "snapshot")); len(entries) != 1 || entries[0].Name() != "operator-project" {
+		t.Errorf("the operator's snapshot folder holds %v, want operator-project alone", entries)
+	}
+	if _, err := os.Lstat(elsewhere); err == nil {
+		t.Error("golem made a folder where the symlink in the data folder led")
+	}
+	if fi, err := os.Lstat(filepath.Join(data, "plans")); err != nil || !fi.IsDir() {
+		t.Errorf("the plans folder: %v, %v; want the symlink replaced by a folder", fi, err)
+	}
+
+	events = realRun(t, e2, engine.Turn{Prompt: "Probe.", Workdir: theirs, Mode: engine.ModeBypass,
+		Sandbox: sb.Turn(sandbox.Config{}, sandbox.Place{Workdir: theirs})})
+	got := textOf(events)
+	_, seen, ok := strings.Cut(got, "SEEN")
+	if !ok || strings.Contains(seen, mineSnap) || strings.Contains(seen, "operator-project") || strings.Contains(got, "OPERATOR-") {
+		t.Errorf("another working directory's probe: %q; want no snapshot or tool output of the operator's or the first one's; events: %s", got, realDump(events))
+	}
+	for name, want := range map[string]string{"snapshot/operator-project/marker": "OPERATOR-SNAPSHOT", "tool-output/tool_1": "OPERATOR-TOOL-OUTPUT"} {
+		if b, _ := os.ReadFile(filepath.Join(data, name)); string(b) != want {
+			t.Errorf("the operator's %s holds %q", name, b)
+		}
 	}
 }

@@ -377,11 +377,12 @@ func openRootMade(dir string) (*os.Root, error) {
 
 // openCodeState is OpenCode's state: its folders in the XDG data and
 // state homes, writable and shared (its login, and its sessions, which it
-// keeps in one database for every project); and its config and cache
-// folders, the working directory's own inside the sandbox with everything
-// the real ones hold read-only (openCodePrivate): both hold code OpenCode
-// runs (plugins, agents and commands; the npm packages it installs for
-// them, the binaries it downloads, skills).
+// keeps in one database for every project), but for what its data folder
+// holds of the files it worked on (openCodeOwnData); and its config and
+// cache folders, the working directory's own inside the sandbox with
+// everything the real ones hold read-only (openCodePrivate): both hold
+// code OpenCode runs (plugins, agents and commands; the npm packages it
+// installs for them, the binaries it downloads, skills).
 func openCodeState(getenv func(string) string) ([]string, []string) {
 	var dirs []string
 	for env, def := range map[string]string{"XDG_DATA_HOME": ".local/share", "XDG_STATE_HOME": ".local/state"} {
@@ -392,13 +393,28 @@ func openCodeState(getenv func(string) string) ([]string, []string) {
 	return dirs, nil
 }
 
-// openCodePrivate is OpenCode's config and cache folders (see
-// openCodeState).
+// openCodeOwnData are the folders of OpenCode's data folder that hold the
+// files of the folders it works in, each working directory's own inside
+// the sandbox (OpenCode 1.18.33): snapshot keeps a git repository of each
+// worktree it ran in, with every file in it, untracked ones too, after
+// each step; tool-output the whole output of a tool that was cut short;
+// plans, storage and worktree what its plan mode, its older releases and
+// its own worktrees wrote; log its logs. Shared, one conversation's agent
+// read every other's worktree there.
+var openCodeOwnData = []string{"snapshot", "tool-output", "plans", "storage", "worktree", "log"}
+
+// openCodePrivate is OpenCode's config and cache folders and the folders
+// of openCodeOwnData (see openCodeState).
 func openCodePrivate(getenv func(string) string, _ Turn) ([]sandbox.Private, []string) {
 	var out []sandbox.Private
 	for env, def := range map[string]string{"XDG_CONFIG_HOME": ".config", "XDG_CACHE_HOME": ".cache"} {
 		if base := xdgHome(getenv, env, def); base != "" {
 			out = append(out, sandbox.Private{Dir: filepath.Join(base, "opencode"), AllShared: true})
+		}
+	}
+	if base := xdgHome(getenv, "XDG_DATA_HOME", ".local/share"); base != "" {
+		for _, name := range openCodeOwnData {
+			out = append(out, sandbox.Private{Dir: filepath.Join(base, "opencode", name)})
 		}
 	}
 	return out, nil

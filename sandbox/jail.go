@@ -31,7 +31,8 @@ type Command struct {
 	State    []string
 	StateEnv []string
 	// Private are the state folders each working directory has one of
-	// its own inside the sandbox (see Private).
+	// its own inside the sandbox (see Private); one may be below a State
+	// folder, to keep a part of it each working directory's own.
 	Private []Private
 	// APIHosts are the host:port of its model API, which network:
 	// allowlist lets through besides allow_hosts.
@@ -203,7 +204,13 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 	}
 	var uses []privateUse
 	for _, p := range c.Private {
-		u, err := t.private(&b, p, pl.Workdir)
+		in := ""
+		for _, st := range c.State {
+			if within(p.Dir, st) && p.Dir != st {
+				in = st
+			}
+		}
+		u, err := t.private(&b, p, pl.Workdir, in)
 		uses = append(uses, u)
 		if err != nil {
 			t.s.leavePrivate(uses)

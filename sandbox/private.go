@@ -70,8 +70,10 @@ func stateKey(workdir string) string {
 
 // private mounts p for a turn whose CLI works in workdir: the working
 // directory's own folder over p.Dir, then p's shared and through
-// entries from the real p.Dir.
-func (t *Turn) private(b *builder, p Private, workdir string) (privateUse, error) {
+// entries from the real p.Dir. in is the state folder (Command.State)
+// p.Dir is below, "" for none: the agent writes that folder, so p.Dir's
+// place in it is made through an os.Root (see placeIn).
+func (t *Turn) private(b *builder, p Private, workdir, in string) (privateUse, error) {
 	real := filepath.Clean(p.Dir)
 	base := strings.TrimPrefix(filepath.Base(real), ".")
 	dirKey := sha256.Sum256([]byte(real))
@@ -81,10 +83,15 @@ func (t *Turn) private(b *builder, p Private, workdir string) (privateUse, error
 	t.s.enterPrivate(own)
 	use := privateUse{own: own, after: p.After}
 	// The real one too, where missing: the mount needs its place.
-	for _, d := range []string{own, real} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return use, fmt.Errorf("sandbox: make the CLI's state folder: %w", err)
-		}
+	if err := os.MkdirAll(own, 0o700); err != nil {
+		return use, fmt.Errorf("sandbox: make the CLI's state folder: %w", err)
+	}
+	place := func() error { return os.MkdirAll(real, 0o700) }
+	if in != "" {
+		place = func() error { return placeIn(in, real) }
+	}
+	if err := place(); err != nil {
+		return use, fmt.Errorf("sandbox: make the CLI's state folder: %w", err)
 	}
 	root, err := os.OpenRoot(own)
 	if err != nil {
@@ -133,6 +140,29 @@ func (t *Turn) private(b *builder, p Private, workdir string) (privateUse, error
 		b.bindFrom(src, path)
 	}
 	return use, nil
+}
+
+// placeIn makes dir, a folder below the state folder in that every
+// conversation's agent writes (OpenCode's snapshot folder in its data
+// folder), a folder, through an os.Root of in: what an agent left in its
+// place (a symlink, a file) goes, so that golem makes no folder where a
+// link leads and bubblewrap mounts on dir itself. Once mounted on, no
+// agent can move it: it is a mount point in every sandbox that shows it.
+func placeIn(in, dir string) error {
+	rel, err := filepath.Rel(in, dir)
+	if err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(in)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	fitMountPoint(root, rel, true)
+	if fi, err := root.Lstat(rel); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s is not a folder", dir)
+	}
+	return nil
 }
 
 // privateState is how a working directory's own state folder is used:
