@@ -210,7 +210,8 @@ func TestRealCLIsSandboxedStateOfTheirOwn(t *testing.T) {
 
 // TestOpenCodeRealSandboxedDataOfItsOwn: what OpenCode's data folder
 // keeps of the files it worked on (snapshot: a git repository of each
-// worktree, untracked files too; tool-output, plans, ...) is each working
+// worktree, untracked files too; tool-output, plans, ...) and its state
+// folder (the prompts typed in its terminal UI) are each working
 // directory's own inside the sandbox, with the REAL OpenCode: another
 // working directory's agent sees neither the operator's nor the first
 // one's, the operator's stay as they were, and a symlink left in the
@@ -218,10 +219,12 @@ func TestRealCLIsSandboxedStateOfTheirOwn(t *testing.T) {
 func TestOpenCodeRealSandboxedDataOfItsOwn(t *testing.T) {
 	home, stateDir := sandboxtest.Dir(t), sandboxtest.Dir(t)
 	data := filepath.Join(home, ".local", "share", "opencode")
+	stateHome := filepath.Join(home, ".local", "state", "opencode")
 	elsewhere := filepath.Join(home, "elsewhere")
 	writeFiles(t, map[string]string{
 		filepath.Join(data, "snapshot", "operator-project", "marker"): "OPERATOR-SNAPSHOT",
 		filepath.Join(data, "tool-output", "tool_1"):                  "OPERATOR-TOOL-OUTPUT",
+		filepath.Join(stateHome, "prompt-history.jsonl"):              `{"input":"OPERATOR-PROMPT"}`,
 	})
 	if err := os.Symlink(filepath.Join(elsewhere, "plans"), filepath.Join(data, "plans")); err != nil {
 		t.Fatal(err)
@@ -256,7 +259,7 @@ func TestOpenCodeRealSandboxedDataOfItsOwn(t *testing.T) {
 			strings.TrimPrefix(c.srv.URL, "http://")
 	}
 	e, host := probe("data-mine", "echo mine")
-	look := fmt.Sprintf("cat %[1]s/snapshot/operator-project/marker %[1]s/tool-output/tool_1 2>&1; echo SEEN $(find %[1]s/snapshot %[1]s/tool-output %[1]s/plans -mindepth 2 -maxdepth 2)", data)
+	look := fmt.Sprintf("cat %[1]s/snapshot/operator-project/marker %[1]s/tool-output/tool_1 %[2]s/prompt-history.jsonl 2>&1; echo SEEN $(find %[1]s/snapshot %[1]s/tool-output %[1]s/plans -mindepth 2 -maxdepth 2)", data, stateHome)
 	e2, host2 := probe("data-theirs", look)
 	sb := sandboxtest.New(t, sandbox.Config{AllowHosts: []string{host, host2}}, sandbox.Options{StateDir: stateDir})
 	events := realRun(t, e, engine.Turn{Prompt: "Probe.", Workdir: mine, Mode: engine.ModeBypass,
@@ -297,8 +300,9 @@ func TestOpenCodeRealSandboxedDataOfItsOwn(t *testing.T) {
 	if !ok || strings.Contains(seen, mineSnap) || strings.Contains(seen, "operator-project") || strings.Contains(got, "OPERATOR-") {
 		t.Errorf("another working directory's probe: %q; want no snapshot or tool output of the operator's or the first one's; events: %s", got, realDump(events))
 	}
-	for name, want := range map[string]string{"snapshot/operator-project/marker": "OPERATOR-SNAPSHOT", "tool-output/tool_1": "OPERATOR-TOOL-OUTPUT"} {
-		if b, _ := os.ReadFile(filepath.Join(data, name)); string(b) != want {
+	for name, want := range map[string]string{"share/opencode/snapshot/operator-project/marker": "OPERATOR-SNAPSHOT",
+		"share/opencode/tool-output/tool_1": "OPERATOR-TOOL-OUTPUT", "state/opencode/prompt-history.jsonl": `{"input":"OPERATOR-PROMPT"}`} {
+		if b, _ := os.ReadFile(filepath.Join(home, ".local", name)); string(b) != want {
 			t.Errorf("the operator's %s holds %q", name, b)
 		}
 	}

@@ -375,22 +375,21 @@ func openRootMade(dir string) (*os.Root, error) {
 	return os.OpenRoot(dir)
 }
 
-// openCodeState is OpenCode's state: its folders in the XDG data and
-// state homes, writable and shared (its login, and its sessions, which it
-// keeps in one database for every project), but for what its data folder
-// holds of the files it worked on (openCodeOwnData); and its config and
-// cache folders, the working directory's own inside the sandbox with
-// everything the real ones hold read-only (openCodePrivate): both hold
-// code OpenCode runs (plugins, agents and commands; the npm packages it
-// installs for them, the binaries it downloads, skills).
+// openCodeState is OpenCode's state: its data folder, writable and
+// shared (its login, and its sessions, which it keeps in one database
+// for every project), but for what it holds of the files OpenCode worked
+// on (openCodeOwnData); its state folder, the working directory's own but
+// for its locks, which every OpenCode on the machine must see; and its
+// config and cache folders, the working directory's own inside the
+// sandbox with everything the real ones hold read-only: both hold code
+// OpenCode runs (plugins, agents and commands; the npm packages it
+// installs for them, the binaries it downloads, skills). See
+// openCodePrivate.
 func openCodeState(getenv func(string) string) ([]string, []string) {
-	var dirs []string
-	for env, def := range map[string]string{"XDG_DATA_HOME": ".local/share", "XDG_STATE_HOME": ".local/state"} {
-		if base := xdgHome(getenv, env, def); base != "" {
-			dirs = append(dirs, filepath.Join(base, "opencode"))
-		}
+	if base := xdgHome(getenv, "XDG_DATA_HOME", ".local/share"); base != "" {
+		return []string{filepath.Join(base, "opencode")}, nil
 	}
-	return dirs, nil
+	return nil, nil
 }
 
 // openCodeOwnData are the folders of OpenCode's data folder that hold the
@@ -403,14 +402,20 @@ func openCodeState(getenv func(string) string) ([]string, []string) {
 // read every other's worktree there.
 var openCodeOwnData = []string{"snapshot", "tool-output", "plans", "storage", "worktree", "log"}
 
-// openCodePrivate is OpenCode's config and cache folders and the folders
-// of openCodeOwnData (see openCodeState).
+// openCodePrivate is OpenCode's config, cache and state folders and the
+// folders of openCodeOwnData (see openCodeState). Its state folder holds
+// the prompts typed in its terminal UI (prompt-history.jsonl,
+// prompt-stash.jsonl), the files opened most (frecency.jsonl), the models
+// and sessions used last: nothing a run needs.
 func openCodePrivate(getenv func(string) string, _ Turn) ([]sandbox.Private, []string) {
 	var out []sandbox.Private
 	for env, def := range map[string]string{"XDG_CONFIG_HOME": ".config", "XDG_CACHE_HOME": ".cache"} {
 		if base := xdgHome(getenv, env, def); base != "" {
 			out = append(out, sandbox.Private{Dir: filepath.Join(base, "opencode"), AllShared: true})
 		}
+	}
+	if base := xdgHome(getenv, "XDG_STATE_HOME", ".local/state"); base != "" {
+		out = append(out, sandbox.Private{Dir: filepath.Join(base, "opencode"), Through: []sandbox.Through{{Path: "locks", Dir: true}}})
 	}
 	if base := xdgHome(getenv, "XDG_DATA_HOME", ".local/share"); base != "" {
 		for _, name := range openCodeOwnData {
