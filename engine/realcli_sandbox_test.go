@@ -214,8 +214,8 @@ func TestRealCLIsSandboxedStateOfTheirOwn(t *testing.T) {
 // folder (the prompts typed in its terminal UI) are each working
 // directory's own inside the sandbox, with the REAL OpenCode: another
 // working directory's agent sees neither the operator's nor the first
-// one's, the operator's stay as they were, and a symlink left in the
-// shared data folder where one goes leads golem nowhere.
+// one's, the operator's stay as they were, and a symlink in the shared
+// data folder where one goes leads golem nowhere.
 func TestOpenCodeRealSandboxedDataOfItsOwn(t *testing.T) {
 	home, stateDir := sandboxtest.Dir(t), sandboxtest.Dir(t)
 	data := filepath.Join(home, ".local", "share", "opencode")
@@ -226,7 +226,15 @@ func TestOpenCodeRealSandboxedDataOfItsOwn(t *testing.T) {
 		filepath.Join(data, "tool-output", "tool_1"):                  "OPERATOR-TOOL-OUTPUT",
 		filepath.Join(stateHome, "prompt-history.jsonl"):              `{"input":"OPERATOR-PROMPT"}`,
 	})
+	// A broken link an agent left, and a link to a folder (an
+	// operator's, to another disk, or an agent's to another worktree):
+	// both are replaced.
 	if err := os.Symlink(filepath.Join(elsewhere, "plans"), filepath.Join(data, "plans")); err != nil {
+		t.Fatal(err)
+	}
+	logs := filepath.Join(home, "disk", "opencode-logs")
+	writeFiles(t, map[string]string{filepath.Join(logs, "operator.log"): "OPERATOR-LOG"})
+	if err := os.Symlink(logs, filepath.Join(data, "log")); err != nil {
 		t.Fatal(err)
 	}
 	// Two worktrees of one repository, as golem makes them: OpenCode
@@ -259,7 +267,7 @@ func TestOpenCodeRealSandboxedDataOfItsOwn(t *testing.T) {
 			strings.TrimPrefix(c.srv.URL, "http://")
 	}
 	e, host := probe("data-mine", "echo mine")
-	look := fmt.Sprintf("cat %[1]s/snapshot/operator-project/marker %[1]s/tool-output/tool_1 %[2]s/prompt-history.jsonl 2>&1; echo SEEN $(find %[1]s/snapshot %[1]s/tool-output %[1]s/plans -mindepth 2 -maxdepth 2)", data, stateHome)
+	look := fmt.Sprintf("cat %[1]s/snapshot/operator-project/marker %[1]s/tool-output/tool_1 %[1]s/log/operator.log %[2]s/prompt-history.jsonl 2>&1; echo SEEN $(find %[1]s/snapshot %[1]s/tool-output %[1]s/plans -mindepth 2 -maxdepth 2)", data, stateHome)
 	e2, host2 := probe("data-theirs", look)
 	sb := sandboxtest.New(t, sandbox.Config{AllowHosts: []string{host, host2}}, sandbox.Options{StateDir: stateDir})
 	events := realRun(t, e, engine.Turn{Prompt: "Probe.", Workdir: mine, Mode: engine.ModeBypass,
@@ -290,7 +298,13 @@ func TestOpenCodeRealSandboxedDataOfItsOwn(t *testing.T) {
 		t.Error("golem made a folder where the symlink in the data folder led")
 	}
 	if fi, err := os.Lstat(filepath.Join(data, "plans")); err != nil || !fi.IsDir() {
-		t.Errorf("the plans folder: %v, %v; want the symlink replaced by a folder", fi, err)
+		t.Errorf("the plans folder: %v, %v; want the broken symlink replaced by a folder", fi, err)
+	}
+	if fi, err := os.Lstat(filepath.Join(data, "log")); err != nil || !fi.IsDir() {
+		t.Errorf("the log folder: %v, %v; want the symlink replaced by a folder", fi, err)
+	}
+	if entries, _ := os.ReadDir(logs); len(entries) != 1 {
+		t.Errorf("the folder the log link led to holds %v, want operator.log alone", entries)
 	}
 
 	events = realRun(t, e2, engine.Turn{Prompt: "Probe.", Workdir: theirs, Mode: engine.ModeBypass,

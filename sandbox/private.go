@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,7 +89,7 @@ func (t *Turn) private(b *builder, p Private, workdir, in string) (privateUse, e
 	}
 	place := func() error { return os.MkdirAll(real, 0o700) }
 	if in != "" {
-		place = func() error { return placeIn(in, real) }
+		place = func() error { return placeIn(in, real, t.s.log) }
 	}
 	if err := place(); err != nil {
 		return use, fmt.Errorf("sandbox: make the CLI's state folder: %w", err)
@@ -144,11 +145,14 @@ func (t *Turn) private(b *builder, p Private, workdir, in string) (privateUse, e
 
 // placeIn makes dir, a folder below the state folder in that every
 // conversation's agent writes (OpenCode's snapshot folder in its data
-// folder), a folder, through an os.Root of in: what an agent left in its
-// place (a symlink, a file) goes, so that golem makes no folder where a
-// link leads and bubblewrap mounts on dir itself. Once mounted on, no
-// agent can move it: it is a mount point in every sandbox that shows it.
-func placeIn(in, dir string) error {
+// folder), a folder, through an os.Root of in: what is in its place and
+// is not a folder goes, a symlink among them (logged: it may be the
+// operator's, to another disk; what it leads to stays as it is). A link
+// an agent left would have golem make folders, and bubblewrap mount,
+// where it leads: over another conversation's worktree, or the root.
+// Once mounted on, no agent can move dir: it is a mount point in every
+// sandbox that shows it.
+func placeIn(in, dir string, log *slog.Logger) error {
 	rel, err := filepath.Rel(in, dir)
 	if err != nil {
 		return err
@@ -158,6 +162,9 @@ func placeIn(in, dir string) error {
 		return err
 	}
 	defer root.Close()
+	if fi, err := root.Lstat(rel); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		log.Warn("sandbox: a symlink in the CLI's state folder, where each working directory has a folder of its own, is replaced by a folder", "path", dir)
+	}
 	fitMountPoint(root, rel, true)
 	if fi, err := root.Lstat(rel); err != nil || !fi.IsDir() {
 		return fmt.Errorf("%s is not a folder", dir)
