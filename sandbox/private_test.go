@@ -109,6 +109,64 @@ ls -A`)
 
 // TestForget: the state a working directory kept of its own goes with
 // it, unless a sandbox is using it, and another working directory's
+
+// TestPrivateBelowState: a Private below a State folder (a part of a
+// shared folder each working directory's own) is made through that
+// folder: a broken symlink where it goes, and one to a folder, are
+// replaced by a folder (and logged), golem makes nothing where they led,
+// and what the agent writes there lands in its own folder, not the
+// shared one nor where a link led.
+func TestPrivateBelowState(t *testing.T) {
+	f := newFixture(t)
+	shared := filepath.Join(f.home, ".data", "cli")
+	elsewhere, disk := filepath.Join(f.home, "elsewhere"), filepath.Join(f.home, "disk")
+	os.MkdirAll(disk, 0o755)
+	os.MkdirAll(shared, 0o755)
+	if err := os.WriteFile(filepath.Join(disk, "keep"), []byte("on another disk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, to := range map[string]string{"snap": filepath.Join(elsewhere, "snap"), "logs": disk} {
+		if err := os.Symlink(to, filepath.Join(shared, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logged logs
+	s := need(t, Config{Network: None}, Options{Hide: []string{f.store, f.config}, StateDir: filepath.Join(f.store, "agent-state"),
+		Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	turn := s.Turn(Config{}, Place{Workdir: f.work})
+	j, err := turn.Wrap(Command{Path: "/bin/sh", Args: []string{"-c", `cd $HOME/.data/cli && echo s > snap/mine && echo l > logs/mine && echo d > shared.txt && ls logs`},
+		Env: f.env, State: []string{shared}, Private: []Private{{Dir: filepath.Join(shared, "snap")}, {Dir: filepath.Join(shared, "logs")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := runJail(t, j)
+	j.Close()
+	if err != nil || strings.TrimSpace(out) != "mine" {
+		t.Fatalf("the agent's writes: %v, %q; want its own logs folder with its file alone", err, out)
+	}
+	for _, name := range []string{"snap", "logs"} {
+		fi, err := os.Lstat(filepath.Join(shared, name))
+		if err != nil || !fi.IsDir() {
+			t.Errorf("%s: %v, %v; want the link replaced by a folder", name, fi, err)
+		}
+		if entries, _ := os.ReadDir(filepath.Join(shared, name)); len(entries) != 0 {
+			t.Errorf("the shared %s holds %v; the agent's file belongs in its own", name, entries)
+		}
+	}
+	if _, err := os.Lstat(elsewhere); err == nil {
+		t.Error("golem made a folder where the broken link led")
+	}
+	if entries, _ := os.ReadDir(disk); len(entries) != 1 {
+		t.Errorf("the folder a link led to holds %v, want its file alone", entries)
+	}
+	if b, _ := os.ReadFile(filepath.Join(shared, "shared.txt")); string(b) != "d\n" {
+		t.Errorf("the shared folder's own file holds %q, want the agent's write", b)
+	}
+	if !strings.Contains(logged.String(), "is replaced by a folder") {
+		t.Errorf("no warning of the replaced links: %s", logged.String())
+	}
+}
+
 // stays.
 func TestForget(t *testing.T) {
 	f := newFixture(t)
