@@ -107,9 +107,6 @@ ls -A`)
 	}
 }
 
-// TestForget: the state a working directory kept of its own goes with
-// it, unless a sandbox is using it, and another working directory's
-
 // TestPrivateBelowState: a Private below a State folder (a part of a
 // shared folder each working directory's own) is made through that
 // folder: a broken symlink where it goes, and one to a folder, are
@@ -167,6 +164,8 @@ func TestPrivateBelowState(t *testing.T) {
 	}
 }
 
+// TestForget: the state a working directory kept of its own goes with
+// it, unless a sandbox is using it, and another working directory's
 // stays.
 func TestForget(t *testing.T) {
 	f := newFixture(t)
