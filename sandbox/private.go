@@ -35,7 +35,9 @@ type Private struct {
 	// shared on purpose, such as the login (a refreshed token must
 	// reach every conversation) and the working directory's own
 	// sessions (the terminal reads and continues them). A missing file
-	// is left out; a missing folder is made.
+	// is left out; a missing folder is made, and a symlink in a folder's
+	// place is replaced by one (an agent's, left while the real Dir was
+	// shared and writable).
 	Through []Through
 	// Seed, when set, is called with the working directory's own folder
 	// before each run, to start what the CLI expects in it (Claude
@@ -128,6 +130,14 @@ func (t *Turn) private(b *builder, p Private, workdir, in string) (privateUse, e
 			continue
 		}
 		if th.Dir {
+			// A symlink in its place goes: every agent wrote the real
+			// Dir while it was shared (OpenCode's state folder, until
+			// it was a Private), and one it left would have golem
+			// make, and show writable, what it leads to ($HOME).
+			if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+				t.s.log.Warn("sandbox: a symlink in the CLI's state folder, where a folder is shown writable, is replaced by a folder", "path", path)
+				os.Remove(path)
+			}
 			if err := os.MkdirAll(path, 0o700); err != nil {
 				return use, fmt.Errorf("sandbox: make the CLI's folder %s: %w", path, err)
 			}

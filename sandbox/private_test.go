@@ -164,6 +164,56 @@ func TestPrivateBelowState(t *testing.T) {
 	}
 }
 
+// TestPrivateThroughFolderLink: a writable folder of the real Dir
+// (OpenCode's locks, the working directory's own sessions) that is a
+// symlink is replaced by a folder (logged), not followed: an agent may
+// have left it while that state folder was shared and writable (before
+// it was a Private), and golem would otherwise show where it leads
+// writable in every sandbox ($HOME: a .bashrc the next shell runs) or,
+// for a broken one, make that folder; the folder it led to stays as it
+// was.
+func TestPrivateThroughFolderLink(t *testing.T) {
+	f := newFixture(t)
+	real := filepath.Join(f.home, ".state", "cli")
+	nowhere := filepath.Join(f.home, "nowhere")
+	os.MkdirAll(filepath.Join(real, "sessions"), 0o755)
+	for name, to := range map[string]string{"locks": f.outside, filepath.Join("sessions", "a"): nowhere} {
+		if err := os.Symlink(to, filepath.Join(real, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logged logs
+	s := need(t, Config{Network: None}, Options{Hide: []string{f.store, f.config}, StateDir: filepath.Join(f.store, "agent-state"),
+		Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	turn := s.Turn(Config{}, Place{Workdir: f.work})
+	j, err := turn.Wrap(Command{Path: "/bin/sh", Args: []string{"-c", `cd $HOME/.state/cli && echo l > locks/mine && echo s > sessions/a/mine && ls locks`},
+		Env: f.env, Private: []Private{{Dir: real, Through: []Through{{Path: "locks", Dir: true}, {Path: filepath.Join("sessions", "a"), Dir: true}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := runJail(t, j)
+	j.Close()
+	if err != nil || strings.TrimSpace(out) != "mine" {
+		t.Errorf("the agent's writes: %v, %q; want a locks folder with its file alone", err, out)
+	}
+	if entries, _ := os.ReadDir(f.outside); len(entries) != 1 {
+		t.Errorf("the folder the link led to holds %v, want its file alone", entries)
+	}
+	if _, err := os.Lstat(nowhere); err == nil {
+		t.Error("golem made a folder where the broken link led")
+	}
+	for _, name := range []string{"locks", filepath.Join("sessions", "a")} {
+		if b, err := os.ReadFile(filepath.Join(real, name, "mine")); err != nil {
+			t.Errorf("the real %s: %v; want the agent's file in a folder of its own", name, err)
+		} else if fi, _ := os.Lstat(filepath.Join(real, name)); !fi.IsDir() {
+			t.Errorf("the real %s is %v with %q; want a folder", name, fi.Mode(), b)
+		}
+	}
+	if !strings.Contains(logged.String(), "is replaced by a folder") {
+		t.Errorf("no warning of the replaced links: %s", logged.String())
+	}
+}
+
 // TestForget: the state a working directory kept of its own goes with
 // it, unless a sandbox is using it, and another working directory's
 // stays.
