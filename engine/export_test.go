@@ -12,7 +12,9 @@ func SetSteerGrace(d time.Duration) (restore func()) {
 
 // The sandbox's handling of the CLIs' own state folders.
 var (
-	HandOnRollouts = handOnRollouts
-	GeminiProject  = geminiProject
-	GeminiName     = geminiName
+	HandOnRollouts  = handOnRollouts
+	GeminiProject   = geminiProject
+	GeminiName      = geminiName
+	OpenCodeState   = openCodeState
+	OpenCodePrivate = openCodePrivate
 )

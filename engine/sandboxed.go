@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"unicode"
@@ -406,7 +407,10 @@ var openCodeOwnData = []string{"snapshot", "tool-output", "plans", "storage", "w
 // folders of openCodeOwnData (see openCodeState). Its state folder holds
 // the prompts typed in its terminal UI (prompt-history.jsonl,
 // prompt-stash.jsonl), the files opened most (frecency.jsonl), the models
-// and sessions used last: nothing a run needs.
+// and sessions used last: nothing a run needs. A state folder that is
+// the data folder too (XDG_STATE_HOME and XDG_DATA_HOME one folder)
+// stays the shared data folder: a Private over it would be the sandbox's
+// whole data folder, its database and login the working directory's own.
 func openCodePrivate(getenv func(string) string, _ Turn) ([]sandbox.Private, []string) {
 	var out []sandbox.Private
 	for env, def := range map[string]string{"XDG_CONFIG_HOME": ".config", "XDG_CACHE_HOME": ".cache"} {
@@ -414,7 +418,8 @@ func openCodePrivate(getenv func(string) string, _ Turn) ([]sandbox.Private, []s
 			out = append(out, sandbox.Private{Dir: filepath.Join(base, "opencode"), AllShared: true})
 		}
 	}
-	if base := xdgHome(getenv, "XDG_STATE_HOME", ".local/state"); base != "" {
+	data, _ := openCodeState(getenv)
+	if base := xdgHome(getenv, "XDG_STATE_HOME", ".local/state"); base != "" && !slices.Contains(data, filepath.Join(base, "opencode")) {
 		out = append(out, sandbox.Private{Dir: filepath.Join(base, "opencode"), Through: []sandbox.Through{{Path: "locks", Dir: true}}})
 	}
 	if base := xdgHome(getenv, "XDG_DATA_HOME", ".local/share"); base != "" {

@@ -220,3 +220,27 @@ func TestHandOnRolloutsResumedTurnedElsewhere(t *testing.T) {
 		t.Errorf("sessions of %s: %+v; want the one still its own", mine, s)
 	}
 }
+
+// TestOpenCodeStateFolderIsTheDataFolder: with XDG_STATE_HOME and
+// XDG_DATA_HOME one folder, OpenCode's state folder is its data folder
+// too, and no Private covers it: the sandbox's data folder (its
+// database, its login) would be the working directory's own, and the
+// chat's sessions out of the terminal's and golem's reach.
+func TestOpenCodeStateFolderIsTheDataFolder(t *testing.T) {
+	home := t.TempDir()
+	env := map[string]string{"HOME": home, "XDG_DATA_HOME": filepath.Join(home, "xdg"), "XDG_STATE_HOME": filepath.Join(home, "xdg")}
+	getenv := func(k string) string { return env[k] }
+	state, _ := engine.OpenCodeState(getenv)
+	private, _ := engine.OpenCodePrivate(getenv, engine.Turn{})
+	if len(state) != 1 {
+		t.Fatalf("state folders %v, want the data folder", state)
+	}
+	for _, p := range private {
+		if p.Dir == state[0] {
+			t.Errorf("a Private over the shared data folder %s: %+v", state[0], p)
+		}
+	}
+	if len(private) != 2+6 {
+		t.Errorf("%d Privates, want the config and cache folders and the data folder's own six", len(private))
+	}
+}
