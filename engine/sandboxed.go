@@ -399,9 +399,13 @@ func openCodeState(getenv func(string) string) ([]string, []string) {
 // worktree it ran in, with every file in it, untracked ones too, after
 // each step; tool-output the whole output of a tool that was cut short;
 // plans, storage and worktree what its plan mode, its older releases and
-// its own worktrees wrote; log its logs. Shared, one conversation's agent
-// read every other's worktree there.
-var openCodeOwnData = []string{"snapshot", "tool-output", "plans", "storage", "worktree", "log"}
+// its own worktrees wrote; log its logs; repos the clones of the git
+// repositories its config names as references, which it fetches and
+// resets with git at each start. Shared, one conversation's agent read
+// every other's worktree there, and could leave a reference's clone a
+// git config (core.fsmonitor) that the next OpenCode ran, the terminal's
+// among them, outside any sandbox.
+var openCodeOwnData = []string{"snapshot", "tool-output", "plans", "storage", "worktree", "log", "repos"}
 
 // openCodePrivate is OpenCode's config, cache and state folders and the
 // folders of openCodeOwnData (see openCodeState). Its state folder holds

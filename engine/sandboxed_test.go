@@ -3,10 +3,12 @@ package engine_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/golem-chat/golem/engine"
+	"github.com/golem-chat/golem/sandbox"
 )
 
 func writeFiles(t *testing.T, files map[string]string) {
@@ -240,7 +242,25 @@ func TestOpenCodeStateFolderIsTheDataFolder(t *testing.T) {
 			t.Errorf("a Private over the shared data folder %s: %+v", state[0], p)
 		}
 	}
-	if len(private) != 2+6 {
-		t.Errorf("%d Privates, want the config and cache folders and the data folder's own six", len(private))
+	if len(private) != 2+7 {
+		t.Errorf("%d Privates, want the config and cache folders and the data folder's own seven", len(private))
+	}
+}
+
+// TestOpenCodeOwnData: every folder of OpenCode's data folder (1.18.33:
+// Global.Path and its joins of Path.data) but for its database and
+// logins is the working directory's own: they hold the worktrees it
+// worked in (snapshot), what its tools read (tool-output), and the clones
+// of the repositories its config names (repos), whose git config the
+// next OpenCode runs.
+func TestOpenCodeOwnData(t *testing.T) {
+	home := t.TempDir()
+	getenv := func(k string) string { return map[string]string{"HOME": home}[k] }
+	private, _ := engine.OpenCodePrivate(getenv, engine.Turn{})
+	data := filepath.Join(home, ".local", "share", "opencode")
+	for _, name := range []string{"snapshot", "tool-output", "plans", "storage", "worktree", "log", "repos"} {
+		if !slices.ContainsFunc(private, func(p sandbox.Private) bool { return p.Dir == filepath.Join(data, name) }) {
+			t.Errorf("OpenCode's %s is shared", name)
+		}
 	}
 }
