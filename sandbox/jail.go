@@ -84,6 +84,7 @@ var credentials = []string{
 	".password-store", ".local/share/keyrings", ".vault-token", ".terraform.d", ".config/rclone", ".s3cfg",
 	".boto", ".cargo/credentials", ".cargo/credentials.toml", ".gem/credentials", ".config/op", ".m2/settings.xml",
 	".config/cursor", ".cursor", ".codex", ".gemini", ".claude", ".claude.json", ".local/share/opencode", ".config/opencode",
+	".local/state/opencode", // the prompts typed in OpenCode's terminal UI
 }
 
 // hidden are host paths no agent sees besides golem's own (Options.Hide).
