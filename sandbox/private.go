@@ -138,6 +138,15 @@ func (t *Turn) private(b *builder, p Private, workdir, in string) (privateUse, e
 				t.s.log.Warn("sandbox: a symlink in the CLI's state folder, where a folder is shown writable, is replaced by a folder", "path", path)
 				os.Remove(path)
 			}
+		}
+		// Nor is one above it, or in a file's place, followed: it may be
+		// an agent's too, and lead to ~/.bashrc. The entry is not shown.
+		if linkIn(real, th.Path) {
+			t.s.log.Warn("sandbox: a symlink in the CLI's state folder, where a file or folder is shown writable, is not followed; the agent runs without it", "path", path)
+			clearPlaceholder(root, th.Path)
+			continue
+		}
+		if th.Dir {
 			if err := os.MkdirAll(path, 0o700); err != nil {
 				return use, fmt.Errorf("sandbox: make the CLI's folder %s: %w", path, err)
 			}
@@ -151,6 +160,19 @@ func (t *Turn) private(b *builder, p Private, workdir, in string) (privateUse, e
 		b.bindFrom(src, path)
 	}
 	return use, nil
+}
+
+// linkIn reports whether rel, or a folder it is in below dir, is a
+// symlink.
+func linkIn(dir, rel string) bool {
+	p := dir
+	for _, part := range strings.Split(filepath.Clean(rel), string(filepath.Separator)) {
+		p = filepath.Join(p, part)
+		if fi, err := os.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // placeIn makes dir, a folder below the state folder in that every

@@ -214,6 +214,49 @@ func TestPrivateThroughFolderLink(t *testing.T) {
 	}
 }
 
+// TestPrivateThroughLinksNotFollowed: a symlink in a Through file's
+// place, or above a Through entry, is not followed (an agent may have
+// left it while the folder was shared, leading to ~/.bashrc): the entry
+// is not shown, a warning says so, and what the link led to is neither
+// written nor made.
+func TestPrivateThroughLinksNotFollowed(t *testing.T) {
+	f := newFixture(t)
+	real := filepath.Join(f.home, ".cli")
+	os.MkdirAll(real, 0o755)
+	bashrc := filepath.Join(f.outside, "bashrc")
+	if err := os.WriteFile(bashrc, []byte("operator's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, to := range map[string]string{"login.json": bashrc, "projects": f.outside} {
+		if err := os.Symlink(to, filepath.Join(real, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logged logs
+	s := need(t, Config{Network: None}, Options{Hide: []string{f.store, f.config}, StateDir: filepath.Join(f.store, "agent-state"),
+		Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	turn := s.Turn(Config{}, Place{Workdir: f.work})
+	j, err := turn.Wrap(Command{Path: "/bin/sh", Args: []string{"-c", `cd $HOME/.cli && echo planted > login.json; mkdir -p projects/a && echo planted > projects/a/f; cat login.json`},
+		Env: f.env, Private: []Private{{Dir: real, Through: []Through{{Path: "login.json"}, {Path: filepath.Join("projects", "a"), Dir: true}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := runJail(t, j)
+	j.Close()
+	if err != nil || strings.TrimSpace(out) != "planted" {
+		t.Errorf("the agent's writes: %v, %q; want them in its own folder", err, out)
+	}
+	if b, _ := os.ReadFile(bashrc); string(b) != "operator's" {
+		t.Errorf("the file the login's link led to holds %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(f.outside, "a")); err == nil {
+		t.Error("golem made, or the agent wrote, a folder where the projects link led")
+	}
+	if n := strings.Count(logged.String(), "is not followed"); n != 2 {
+		t.Errorf("%d warnings of links not followed, want 2: %s", n, logged.String())
+	}
+}
+
 // TestForget: the state a working directory kept of its own goes with
 // it, unless a sandbox is using it, and another working directory's
 // stays.
