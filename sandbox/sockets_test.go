@@ -14,7 +14,7 @@ import (
 )
 
 // listenUnix serves a Unix socket at path until the test ends.
-func listenUnix(t *testing.T, path string) {
+func listenUnix(t *testing.T, path string) *net.UnixListener {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -35,6 +35,7 @@ func listenUnix(t *testing.T, path string) {
 			c.Close()
 		}
 	}()
+	return l.(*net.UnixListener)
 }
 
 // TestSockets: a Unix socket of the host is out of the agent's reach
@@ -51,18 +52,24 @@ func TestSockets(t *testing.T) {
 	listenUnix(t, given)
 	s := need(t, Config{AllowHosts: []string{strings.TrimPrefix(srv.URL, "http://")}, Writable: []string{filepath.Dir(given)}}, Options{})
 
+	// The socket in /var stays when the test ends (listenUnix unlinks
+	// the others): every sandbox on the machine masks it, those of the
+	// other packages' tests running now too, and one gone between a
+	// sandbox's build and bubblewrap's mount fails that turn's start
+	// (seen in CI). make test removes these before the tests run.
 	varDir, err := os.MkdirTemp("/var/tmp", "golem-sbtest-var-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(varDir) })
-	sockets := []string{filepath.Join(f.home, ".local", "share", "app", "agent.sock"), filepath.Join(varDir, "db", "db.sock")}
+	kept := filepath.Join(varDir, "db", "db.sock")
+	sockets := []string{filepath.Join(f.home, ".local", "share", "app", "agent.sock"), kept}
 	if run := fmt.Sprintf("/run/golem-sbtest-%d.sock", os.Getpid()); os.Geteuid() == 0 {
 		sockets = append(sockets, run) // only root may make one there
 		t.Cleanup(func() { os.Remove(run) })
 	}
 	for _, p := range sockets {
-		listenUnix(t, p)
+		l := listenUnix(t, p)
+		l.SetUnlinkOnClose(p != kept)
 	}
 	// curl's exit status 7 is "could not connect"; any other means it did
 	// (the host's sockets here answer a line, not HTTP).
