@@ -139,7 +139,8 @@ func (t *Turn) Wrap(c Command) (*Jail, error) {
 	for _, f := range socketFolders(home) {
 		for _, s := range t.s.sockets(f) {
 			// Not one in sandbox.writable: a local model's, given on purpose.
-			if !slices.ContainsFunc(t.policy.Writable, func(w string) bool { return within(s, w) }) {
+			// Nor one it cannot reach (see reachable).
+			if !slices.ContainsFunc(t.policy.Writable, func(w string) bool { return within(s, w) }) && reachable(s) {
 				b.mask(s)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -169,4 +170,44 @@ func walkSockets(f socketFolder) []string {
 		return nil
 	})
 	return out
+}
+
+// reachable reports whether the sandbox's processes can reach p: every
+// folder above it lets them through (search permission). They keep
+// golem's user and groups but, in a user namespace of their own, not
+// root's power over other users' files: a root golem's walk finds the
+// sockets in a folder only its owner may enter (/var/lib/mysql, another
+// user's /var/tmp/x), which no agent can connect to, and a mask there
+// fails bubblewrap ("Can't mkdir parents … Permission denied"), so
+// every sandbox's start (seen in CI: the unprivileged test's socket).
+func reachable(p string) bool {
+	uid := os.Geteuid()
+	gids, _ := os.Getgroups()
+	gids = append(gids, os.Getegid())
+	for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return false
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return true
+		}
+		mode := fi.Mode().Perm()
+		var x fs.FileMode
+		switch {
+		case int(st.Uid) == uid:
+			x = 0o100
+		case slices.Contains(gids, int(st.Gid)):
+			x = 0o010
+		default:
+			x = 0o001
+		}
+		if mode&x == 0 {
+			return false
+		}
+		if dir == "/" || dir == "." {
+			return true
+		}
+	}
 }

@@ -103,3 +103,31 @@ func TestSockets(t *testing.T) {
 		t.Errorf("the turn's own proxy did not carry its request:\n%s", out)
 	}
 }
+
+// TestSocketOutOfReach: a socket in a folder the sandbox cannot enter
+// (another user's, which a root golem's walk finds) needs no mask, and
+// gets none: masked, bubblewrap failed to start every sandbox. Root only:
+// no other user can make golem's walk see such a socket.
+func TestSocketOutOfReach(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to make a folder of another user's")
+	}
+	f := newFixture(t)
+	s := need(t, Config{Network: None}, Options{})
+	dir, err := os.MkdirTemp("/var/tmp", "golem-sbtest-var-theirs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "db", "db.sock")
+	listenUnix(t, sock).SetUnlinkOnClose(false) // it stays out of reach as it goes
+	for _, p := range []string{filepath.Dir(sock), dir} {
+		if err := os.Chown(p, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := run(t, s.Turn(Config{}, Place{Workdir: f.work}), f.env, "ls "+dir+" 2>&1; echo started")
+	if err != nil || !strings.Contains(out, "started") || !strings.Contains(out, "Permission denied") {
+		t.Fatalf("the sandbox with another user's socket on the host: %v: %q; want it started, the folder closed to it", err, out)
+	}
+}
