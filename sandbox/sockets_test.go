@@ -55,8 +55,10 @@ func TestSockets(t *testing.T) {
 	// The socket in /var stays when the test ends (listenUnix unlinks
 	// the others): every sandbox on the machine masks it, those of the
 	// other packages' tests running now too, and one gone between a
-	// sandbox's build and bubblewrap's mount fails that turn's start
-	// (seen in CI). make test removes these before the tests run.
+	// sandbox's build and bubblewrap's mount fails that turn's start.
+	// Left by the unprivileged run, in a folder of that user's, it tests
+	// every later sandbox of a root golem (see reachable). make test
+	// removes these before the tests run.
 	varDir, err := os.MkdirTemp("/var/tmp", "golem-sbtest-var-")
 	if err != nil {
 		t.Fatal(err)
