@@ -108,22 +108,7 @@ func TestRealCLIsSandboxedStateOfTheirOwn(t *testing.T) {
 				return engine.NewGemini(engine.Config{Command: c.bin, Env: geminitest.CLIVars(t, home, c.srv.BaseURL(scenario))}), ""
 			}},
 		{name: "opencode", dir: ".config/opencode", config: "opencode.json", instr: "AGENTS.md", cache: ".cache/opencode",
-			engine: func(t *testing.T, home, scenario, command string) (engine.Engine, string) {
-				c := newRealOpenCode(t)
-				c.srv.Handle(scenario, func(r *anthropictest.Request) anthropictest.Reply {
-					if r.Step() == 0 {
-						return anthropictest.Reply{Blocks: []anthropictest.Block{
-							anthropictest.ToolUse("toolu_probe", "bash", map[string]string{"command": command, "description": "Probe"})}}
-					}
-					var out []string
-					for _, res := range r.ToolResults() {
-						out = append(out, res.ResultText())
-					}
-					return anthropictest.Text("PROBED " + strings.Join(out, " "))
-				})
-				return engine.NewOpenCode(engine.Config{Command: c.bin, Env: anthropictest.OpenCodeVars(home, c.srv.BaseURL(scenario))}),
-					strings.TrimPrefix(c.srv.URL, "http://")
-			}},
+			engine: openCodeProbe},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -250,25 +235,9 @@ func TestOpenCodeRealSandboxedDataOfItsOwn(t *testing.T) {
 		}
 	}
 	writeFiles(t, map[string]string{filepath.Join(mine, "secret.txt"): "MINE-SECRET"})
-	probe := func(scenario, command string) (engine.Engine, string) {
-		c := newRealOpenCode(t)
-		c.srv.Handle(scenario, func(r *anthropictest.Request) anthropictest.Reply {
-			if r.Step() == 0 {
-				return anthropictest.Reply{Blocks: []anthropictest.Block{
-					anthropictest.ToolUse("toolu_probe", "bash", map[string]string{"command": command, "description": "Probe"})}}
-			}
-			var out []string
-			for _, res := range r.ToolResults() {
-				out = append(out, res.ResultText())
-			}
-			return anthropictest.Text("PROBED " + strings.Join(out, " "))
-		})
-		return engine.NewOpenCode(engine.Config{Command: c.bin, Env: anthropictest.OpenCodeVars(home, c.srv.BaseURL(scenario))}),
-			strings.TrimPrefix(c.srv.URL, "http://")
-	}
-	e, host := probe("data-mine", "echo mine")
+	e, host := openCodeProbe(t, home, "data-mine", "echo mine")
 	look := fmt.Sprintf("cat %[1]s/snapshot/operator-project/marker %[1]s/tool-output/tool_1 %[1]s/log/operator.log %[2]s/prompt-history.jsonl 2>&1; echo SEEN $(find %[1]s/snapshot %[1]s/tool-output %[1]s/plans -mindepth 2 -maxdepth 2)", data, stateHome)
-	e2, host2 := probe("data-theirs", look)
+	e2, host2 := openCodeProbe(t, home, "data-theirs", look)
 	sb := sandboxtest.New(t, sandbox.Config{AllowHosts: []string{host, host2}}, sandbox.Options{StateDir: stateDir})
 	events := realRun(t, e, engine.Turn{Prompt: "Probe.", Workdir: mine, Mode: engine.ModeBypass,
 		Sandbox: sb.Turn(sandbox.Config{}, sandbox.Place{Workdir: mine})})
@@ -320,4 +289,25 @@ func TestOpenCodeRealSandboxedDataOfItsOwn(t *testing.T) {
 			t.Errorf("the operator's %s holds %q", name, b)
 		}
 	}
+}
+
+// openCodeProbe returns the real OpenCode in home, whose model runs
+// command in its bash tool, then answers "PROBED " and what it printed;
+// and the host of its fake API, for allow_hosts (its base URL is in its
+// own config, which golem does not read).
+func openCodeProbe(t *testing.T, home, scenario, command string) (engine.Engine, string) {
+	c := newRealOpenCode(t)
+	c.srv.Handle(scenario, func(r *anthropictest.Request) anthropictest.Reply {
+		if r.Step() == 0 {
+			return anthropictest.Reply{Blocks: []anthropictest.Block{
+				anthropictest.ToolUse("toolu_probe", "bash", map[string]string{"command": command, "description": "Probe"})}}
+		}
+		var out []string
+		for _, res := range r.ToolResults() {
+			out = append(out, res.ResultText())
+		}
+		return anthropictest.Text("PROBED " + strings.Join(out, " "))
+	})
+	return engine.NewOpenCode(engine.Config{Command: c.bin, Env: anthropictest.OpenCodeVars(home, c.srv.BaseURL(scenario))}),
+		strings.TrimPrefix(c.srv.URL, "http://")
 }

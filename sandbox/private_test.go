@@ -122,22 +122,9 @@ func TestPrivateBelowState(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(disk, "keep"), []byte("on another disk"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for name, to := range map[string]string{"snap": filepath.Join(elsewhere, "snap"), "logs": disk} {
-		if err := os.Symlink(to, filepath.Join(shared, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var logged logs
-	s := need(t, Config{Network: None}, Options{Hide: []string{f.store, f.config}, StateDir: filepath.Join(f.store, "agent-state"),
-		Logger: slog.New(slog.NewTextHandler(&logged, nil))})
-	turn := s.Turn(Config{}, Place{Workdir: f.work})
-	j, err := turn.Wrap(Command{Path: "/bin/sh", Args: []string{"-c", `cd $HOME/.data/cli && echo s > snap/mine && echo l > logs/mine && echo d > shared.txt && ls logs`},
-		Env: f.env, State: []string{shared}, Private: []Private{{Dir: filepath.Join(shared, "snap")}, {Dir: filepath.Join(shared, "logs")}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := runJail(t, j)
-	j.Close()
+	symlinks(t, shared, map[string]string{"snap": filepath.Join(elsewhere, "snap"), "logs": disk})
+	out, logged, err := runLogged(t, f, Command{Args: []string{"-c", `cd $HOME/.data/cli && echo s > snap/mine && echo l > logs/mine && echo d > shared.txt && ls logs`},
+		State: []string{shared}, Private: []Private{{Dir: filepath.Join(shared, "snap")}, {Dir: filepath.Join(shared, "logs")}}})
 	if err != nil || strings.TrimSpace(out) != "mine" {
 		t.Fatalf("the agent's writes: %v, %q; want its own logs folder with its file alone", err, out)
 	}
@@ -159,8 +146,8 @@ func TestPrivateBelowState(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(shared, "shared.txt")); string(b) != "d\n" {
 		t.Errorf("the shared folder's own file holds %q, want the agent's write", b)
 	}
-	if !strings.Contains(logged.String(), "is replaced by a folder") {
-		t.Errorf("no warning of the replaced links: %s", logged.String())
+	if !strings.Contains(logged, "is replaced by a folder") {
+		t.Errorf("no warning of the replaced links: %s", logged)
 	}
 }
 
@@ -177,22 +164,9 @@ func TestPrivateThroughFolderLink(t *testing.T) {
 	real := filepath.Join(f.home, ".state", "cli")
 	nowhere := filepath.Join(f.home, "nowhere")
 	os.MkdirAll(filepath.Join(real, "sessions"), 0o755)
-	for name, to := range map[string]string{"locks": f.outside, filepath.Join("sessions", "a"): nowhere} {
-		if err := os.Symlink(to, filepath.Join(real, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var logged logs
-	s := need(t, Config{Network: None}, Options{Hide: []string{f.store, f.config}, StateDir: filepath.Join(f.store, "agent-state"),
-		Logger: slog.New(slog.NewTextHandler(&logged, nil))})
-	turn := s.Turn(Config{}, Place{Workdir: f.work})
-	j, err := turn.Wrap(Command{Path: "/bin/sh", Args: []string{"-c", `cd $HOME/.state/cli && echo l > locks/mine && echo s > sessions/a/mine && ls locks`},
-		Env: f.env, Private: []Private{{Dir: real, Through: []Through{{Path: "locks", Dir: true}, {Path: filepath.Join("sessions", "a"), Dir: true}}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := runJail(t, j)
-	j.Close()
+	symlinks(t, real, map[string]string{"locks": f.outside, filepath.Join("sessions", "a"): nowhere})
+	out, logged, err := runLogged(t, f, Command{Args: []string{"-c", `cd $HOME/.state/cli && echo l > locks/mine && echo s > sessions/a/mine && ls locks`},
+		Private: []Private{{Dir: real, Through: []Through{{Path: "locks", Dir: true}, {Path: filepath.Join("sessions", "a"), Dir: true}}}}})
 	if err != nil || strings.TrimSpace(out) != "mine" {
 		t.Errorf("the agent's writes: %v, %q; want a locks folder with its file alone", err, out)
 	}
@@ -209,8 +183,8 @@ func TestPrivateThroughFolderLink(t *testing.T) {
 			t.Errorf("the real %s is %v with %q; want a folder", name, fi.Mode(), b)
 		}
 	}
-	if !strings.Contains(logged.String(), "is replaced by a folder") {
-		t.Errorf("no warning of the replaced links: %s", logged.String())
+	if !strings.Contains(logged, "is replaced by a folder") {
+		t.Errorf("no warning of the replaced links: %s", logged)
 	}
 }
 
@@ -227,22 +201,9 @@ func TestPrivateThroughLinksNotFollowed(t *testing.T) {
 	if err := os.WriteFile(bashrc, []byte("operator's"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for name, to := range map[string]string{"login.json": bashrc, "projects": f.outside} {
-		if err := os.Symlink(to, filepath.Join(real, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var logged logs
-	s := need(t, Config{Network: None}, Options{Hide: []string{f.store, f.config}, StateDir: filepath.Join(f.store, "agent-state"),
-		Logger: slog.New(slog.NewTextHandler(&logged, nil))})
-	turn := s.Turn(Config{}, Place{Workdir: f.work})
-	j, err := turn.Wrap(Command{Path: "/bin/sh", Args: []string{"-c", `cd $HOME/.cli && echo planted > login.json; mkdir -p projects/a && echo planted > projects/a/f; cat login.json`},
-		Env: f.env, Private: []Private{{Dir: real, Through: []Through{{Path: "login.json"}, {Path: filepath.Join("projects", "a"), Dir: true}}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := runJail(t, j)
-	j.Close()
+	symlinks(t, real, map[string]string{"login.json": bashrc, "projects": f.outside})
+	out, logged, err := runLogged(t, f, Command{Args: []string{"-c", `cd $HOME/.cli && echo planted > login.json; mkdir -p projects/a && echo planted > projects/a/f; cat login.json`},
+		Private: []Private{{Dir: real, Through: []Through{{Path: "login.json"}, {Path: filepath.Join("projects", "a"), Dir: true}}}}})
 	if err != nil || strings.TrimSpace(out) != "planted" {
 		t.Errorf("the agent's writes: %v, %q; want them in its own folder", err, out)
 	}
@@ -252,8 +213,8 @@ func TestPrivateThroughLinksNotFollowed(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(f.outside, "a")); err == nil {
 		t.Error("golem made, or the agent wrote, a folder where the projects link led")
 	}
-	if n := strings.Count(logged.String(), "is not followed"); n != 2 {
-		t.Errorf("%d warnings of links not followed, want 2: %s", n, logged.String())
+	if n := strings.Count(logged, "is not followed"); n != 2 {
+		t.Errorf("%d warnings of links not followed, want 2: %s", n, logged)
 	}
 }
 
@@ -354,4 +315,31 @@ func TestPrivateAfterHoldsOffTheNextTurn(t *testing.T) {
 	if n := afters.Load(); n != 2 {
 		t.Errorf("After ran %d times, want once for each sandbox that was the last", n)
 	}
+}
+
+// symlinks makes each link below dir, to its target.
+func symlinks(t *testing.T, dir string, links map[string]string) {
+	t.Helper()
+	for name, to := range links {
+		if err := os.Symlink(to, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runLogged runs c in a sandbox of f's (network: none) in f.work, and
+// returns its output and what the sandbox logged.
+func runLogged(t *testing.T, f fixture, c Command) (out, logged string, err error) {
+	t.Helper()
+	var l logs
+	s := need(t, Config{Network: None}, Options{Hide: []string{f.store, f.config}, StateDir: filepath.Join(f.store, "agent-state"),
+		Logger: slog.New(slog.NewTextHandler(&l, nil))})
+	c.Path, c.Env = "/bin/sh", f.env
+	j, err := s.Turn(Config{}, Place{Workdir: f.work}).Wrap(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = runJail(t, j)
+	j.Close()
+	return out, l.String(), err
 }
