@@ -34,11 +34,8 @@ type Credentials struct {
 // else below HOME/def.
 func inHome(dirEnv, def, rel string) func(func(string) string) []string {
 	return func(getenv func(string) string) []string {
-		if dir := getenv(dirEnv); dirEnv != "" && dir != "" {
+		if dir := envDir(getenv, dirEnv, def); dir != "" {
 			return []string{filepath.Join(dir, rel)}
-		}
-		if home := getenv("HOME"); home != "" {
-			return []string{filepath.Join(home, def, rel)}
 		}
 		return nil
 	}

@@ -387,7 +387,7 @@ func openRootMade(dir string) (*os.Root, error) {
 // installs for them, the binaries it downloads, skills). See
 // openCodePrivate.
 func openCodeState(getenv func(string) string) ([]string, []string) {
-	if base := xdgHome(getenv, "XDG_DATA_HOME", ".local/share"); base != "" {
+	if base := envDir(getenv, "XDG_DATA_HOME", ".local/share"); base != "" {
 		return []string{filepath.Join(base, "opencode")}, nil
 	}
 	return nil, nil
@@ -418,15 +418,15 @@ var openCodeOwnData = []string{"snapshot", "tool-output", "plans", "storage", "w
 func openCodePrivate(getenv func(string) string, _ Turn) ([]sandbox.Private, []string) {
 	var out []sandbox.Private
 	for env, def := range map[string]string{"XDG_CONFIG_HOME": ".config", "XDG_CACHE_HOME": ".cache"} {
-		if base := xdgHome(getenv, env, def); base != "" {
+		if base := envDir(getenv, env, def); base != "" {
 			out = append(out, sandbox.Private{Dir: filepath.Join(base, "opencode"), AllShared: true})
 		}
 	}
 	data, _ := openCodeState(getenv)
-	if base := xdgHome(getenv, "XDG_STATE_HOME", ".local/state"); base != "" && !slices.Contains(data, filepath.Join(base, "opencode")) {
+	if base := envDir(getenv, "XDG_STATE_HOME", ".local/state"); base != "" && !slices.Contains(data, filepath.Join(base, "opencode")) {
 		out = append(out, sandbox.Private{Dir: filepath.Join(base, "opencode"), Through: []sandbox.Through{{Path: "locks", Dir: true}}})
 	}
-	if base := xdgHome(getenv, "XDG_DATA_HOME", ".local/share"); base != "" {
+	if base := envDir(getenv, "XDG_DATA_HOME", ".local/share"); base != "" {
 		for _, name := range openCodeOwnData {
 			out = append(out, sandbox.Private{Dir: filepath.Join(base, "opencode", name)})
 		}
@@ -434,10 +434,11 @@ func openCodePrivate(getenv func(string) string, _ Turn) ([]sandbox.Private, []s
 	return out, nil
 }
 
-// xdgHome is the XDG base folder env names, else def below HOME; "" for
+// envDir is the folder env names in the environment getenv reads, else
+// def below HOME (an XDG base folder, a CLI's own folder); "" for
 // neither.
-func xdgHome(getenv func(string) string, env, def string) string {
-	if base := getenv(env); base != "" {
+func envDir(getenv func(string) string, env, def string) string {
+	if base := getenv(env); env != "" && base != "" {
 		return base
 	}
 	if home := getenv("HOME"); home != "" {

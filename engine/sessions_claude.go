@@ -34,13 +34,7 @@ func (e *ClaudeCode) claudeConfigDir() string {
 // claudeDir is Claude Code's config folder in the environment getenv
 // reads: CLAUDE_CONFIG_DIR, else $HOME/.claude; "" for neither.
 func claudeDir(getenv func(string) string) string {
-	if dir := getenv("CLAUDE_CONFIG_DIR"); dir != "" {
-		return dir
-	}
-	if home := getenv("HOME"); home != "" {
-		return filepath.Join(home, ".claude")
-	}
-	return ""
+	return envDir(getenv, "CLAUDE_CONFIG_DIR", ".claude")
 }
 
 // ClaudeProjectName is the folder name Claude Code gives a working

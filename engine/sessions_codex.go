@@ -35,13 +35,7 @@ func (e *Codex) codexHome() string {
 // codexDir is Codex's folder in the environment getenv reads:
 // CODEX_HOME, else $HOME/.codex; "" for neither.
 func codexDir(getenv func(string) string) string {
-	if dir := getenv("CODEX_HOME"); dir != "" {
-		return dir
-	}
-	if home := getenv("HOME"); home != "" {
-		return filepath.Join(home, ".codex")
-	}
-	return ""
+	return envDir(getenv, "CODEX_HOME", ".codex")
 }
 
 // codexLine reads one line of a Codex rollout file.
