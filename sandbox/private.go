@@ -129,22 +129,27 @@ func (t *Turn) private(b *builder, p Private, workdir, in string) (privateUse, e
 		if !within(path, real) || path == real {
 			continue
 		}
+		// A symlink above it, or in a file's place, is not followed:
+		// every agent wrote the real Dir while it was shared (OpenCode's
+		// state folder, until it was a Private), and one it left could
+		// lead to ~/.bashrc. The entry is not shown. Checked first, so
+		// that nothing below is done where such a link leads.
+		linked := th.Path
 		if th.Dir {
-			// A symlink in its place goes: every agent wrote the real
-			// Dir while it was shared (OpenCode's state folder, until
-			// it was a Private), and one it left would have golem
-			// make, and show writable, what it leads to ($HOME).
+			linked = filepath.Dir(th.Path) // its own place is mended below
+		}
+		if linked != "." && linkIn(real, linked) {
+			t.s.log.Warn("sandbox: a symlink in the CLI's state folder, where a file or folder is shown writable, is not followed; the agent runs without it", "path", path)
+			clearPlaceholder(root, th.Path)
+			continue
+		}
+		if th.Dir {
+			// A symlink in a folder's place goes: golem would make, and
+			// show writable, what it leads to ($HOME).
 			if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 				t.s.log.Warn("sandbox: a symlink in the CLI's state folder, where a folder is shown writable, is replaced by a folder", "path", path)
 				os.Remove(path)
 			}
-		}
-		// Nor is one above it, or in a file's place, followed: it may be
-		// an agent's too, and lead to ~/.bashrc. The entry is not shown.
-		if linkIn(real, th.Path) {
-			t.s.log.Warn("sandbox: a symlink in the CLI's state folder, where a file or folder is shown writable, is not followed; the agent runs without it", "path", path)
-			clearPlaceholder(root, th.Path)
-			continue
 		}
 		if th.Dir {
 			if err := os.MkdirAll(path, 0o700); err != nil {

@@ -202,6 +202,9 @@ func TestPrivateThroughLinksNotFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	symlinks(t, real, map[string]string{"login.json": bashrc, "projects": f.outside})
+	// A link of the operator's where the projects link leads to a's place.
+	nowhere := filepath.Join(f.home, "nowhere")
+	symlinks(t, f.outside, map[string]string{"a": nowhere})
 	out, logged, err := runLogged(t, f, Command{Args: []string{"-c", `cd $HOME/.cli && echo planted > login.json; mkdir -p projects/a && echo planted > projects/a/f; cat login.json`},
 		Private: []Private{{Dir: real, Through: []Through{{Path: "login.json"}, {Path: filepath.Join("projects", "a"), Dir: true}}}}})
 	if err != nil || strings.TrimSpace(out) != "planted" {
@@ -210,7 +213,10 @@ func TestPrivateThroughLinksNotFollowed(t *testing.T) {
 	if b, _ := os.ReadFile(bashrc); string(b) != "operator's" {
 		t.Errorf("the file the login's link led to holds %q", b)
 	}
-	if _, err := os.Lstat(filepath.Join(f.outside, "a")); err == nil {
+	if to, err := os.Readlink(filepath.Join(f.outside, "a")); err != nil || to != nowhere {
+		t.Errorf("the link where the projects link led: %q, %v; want it as it was", to, err)
+	}
+	if _, err := os.Lstat(nowhere); err == nil {
 		t.Error("golem made, or the agent wrote, a folder where the projects link led")
 	}
 	if n := strings.Count(logged, "is not followed"); n != 2 {
