@@ -89,11 +89,13 @@ func (t *Turn) private(b *builder, p Private, workdir, in string) (privateUse, e
 	if err := os.MkdirAll(own, 0o700); err != nil {
 		return use, fmt.Errorf("sandbox: make the CLI's state folder: %w", err)
 	}
-	place := func() error { return os.MkdirAll(real, 0o700) }
+	var err error
 	if in != "" {
-		place = func() error { return placeIn(in, real, t.s.log) }
+		err = placeIn(in, real, t.s.log)
+	} else {
+		err = os.MkdirAll(real, 0o700)
 	}
-	if err := place(); err != nil {
+	if err != nil {
 		return use, fmt.Errorf("sandbox: make the CLI's state folder: %w", err)
 	}
 	root, err := os.OpenRoot(own)
